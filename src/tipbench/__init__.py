@@ -1,0 +1,34 @@
+"""tipbench: choose, judge and promote the small LLM and prompt that write short personal tips."""
+
+from tipbench._errors import (
+    BackendError,
+    BackendMissing,
+    BackendUnavailable,
+    ConfigError,
+    GenerationFailed,
+    ModelNotFound,
+    ModelSizeUnknown,
+    ModelTooLarge,
+    SuiteError,
+    TipbenchError,
+    TrackingError,
+    TransientError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError",
+    "BackendMissing",
+    "BackendUnavailable",
+    "ConfigError",
+    "GenerationFailed",
+    "ModelNotFound",
+    "ModelSizeUnknown",
+    "ModelTooLarge",
+    "SuiteError",
+    "TipbenchError",
+    "TrackingError",
+    "TransientError",
+    "__version__",
+]

@@ -1,0 +1,35 @@
+"""Suites: the fixed scenarios, prompt versions and pinned rubric a benchmark runs on."""
+
+from tipbench.suite._rubric import (
+    COMPOSITE_RANGE,
+    CRITERIA,
+    FLAGS,
+    SCORE_NAMES,
+    Criterion,
+    Flag,
+    Level,
+    Rubric,
+    composite,
+)
+from tipbench.suite._scenario import Message, PromptVersion, Scenario, content_hash
+from tipbench.suite._suite import DEFAULT_SUITE, Suite, bundled_suite_path, load_suite
+
+__all__ = [
+    "COMPOSITE_RANGE",
+    "CRITERIA",
+    "DEFAULT_SUITE",
+    "FLAGS",
+    "SCORE_NAMES",
+    "Criterion",
+    "Flag",
+    "Level",
+    "Message",
+    "PromptVersion",
+    "Rubric",
+    "Scenario",
+    "Suite",
+    "bundled_suite_path",
+    "composite",
+    "content_hash",
+    "load_suite",
+]

@@ -1,0 +1,94 @@
+"""The rubric: calibrated criteria, the deterministic flag rules and the composite score."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CRITERIA = ("relevance", "actionability", "tone")
+FLAGS = ("format_ok", "overlong")
+SCORE_NAMES = CRITERIA + FLAGS
+COMPOSITE_RANGE = (2.0, 17.0)
+
+_WORD = re.compile(r"[\w'’-]+")
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
+_MARKUP = re.compile(r"^\s*(?:[-*•#>]|\d+[.)])|\*\*|`|__")
+_PLACEHOLDER = re.compile(r"\[[^\]]*\]|\{[^}]*\}|<[^>]*>")
+
+
+@dataclass(frozen=True)
+class Level:
+    score: int
+    definition: str
+    example_scenario: str
+    example_tip: str
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    question: str
+    levels: tuple[Level, ...]
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    definition: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A pinned rubric: what each level of each criterion means, with calibrated examples."""
+
+    id: str
+    title: str
+    instructions: str
+    criteria: tuple[Criterion, ...]
+    flags: tuple[Flag, ...]
+    max_words: int
+    max_sentences: int
+    min_words: int
+    composite_formula: str
+
+    def word_count(self, tip: str) -> int:
+        return len(_WORD.findall(tip))
+
+    def format_ok(self, tip: str) -> int:
+        """1 if the tip is one plain-text line of at most `max_sentences` sentences."""
+        text = tip.strip()
+        if not text or "\n" in text or _MARKUP.search(text) or _PLACEHOLDER.search(text):
+            return 0
+        if self.word_count(text) < self.min_words:
+            return 0
+        sentences = len(_SENTENCE_END.findall(text)) or 1
+        return int(sentences <= self.max_sentences)
+
+    def overlong(self, tip: str) -> int:
+        """1 if the tip has more than `max_words` words."""
+        return int(self.word_count(tip) > self.max_words)
+
+    def text(self) -> str:
+        """The rubric as one Markdown document: stored with every run, shown to judges."""
+        lines = [f"# Rubric {self.id}: {self.title}", "", self.instructions.strip(), ""]
+        for criterion in self.criteria:
+            lines += [f"## {criterion.name} (1-5)", "", criterion.question.strip(), ""]
+            for level in criterion.levels:
+                lines.append(f"- **{level.score}**: {level.definition.strip()}")
+                lines.append(
+                    f"  - example ({level.example_scenario}): \"{level.example_tip.strip()}\""
+                )
+            lines.append("")
+        lines += ["## Flags (0/1)", ""]
+        for flag in self.flags:
+            lines.append(f"- **{flag.name}**: {flag.definition.strip()} Rule: {flag.rule.strip()}")
+        lines += ["", "## Composite", "", self.composite_formula.strip(), ""]
+        return "\n".join(lines)
+
+
+def composite(
+    relevance: float, actionability: float, tone: float, format_ok: float, overlong: float
+) -> float:
+    """`relevance + actionability + tone + 2·format_ok − overlong`, in the range 2–17."""
+    return relevance + actionability + tone + 2 * format_ok - overlong
