@@ -12,7 +12,9 @@ COMPOSITE_RANGE = (2.0, 17.0)
 
 _WORD = re.compile(r"[\w'’-]+")
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
-_MARKUP = re.compile(r"^\s*(?:[-*•#>]|\d+[.)])|\*\*|`|__")
+# A list or heading marker at the start ("- ", "3.", "2)"; not a decimal such as "2.5"),
+# or Markdown emphasis or code anywhere.
+_MARKUP = re.compile(r"^\s*(?:[-*•#>]|\d+[.)](?!\d))|\*\*|`|__")
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]|\{[^}]*\}|<[^>]*>")
 
 

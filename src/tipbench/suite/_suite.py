@@ -94,7 +94,9 @@ def load_suite(path: str | Path | None = None) -> Suite:
     meta = _read(folder / "suite.yaml", SuiteFile)
     scenarios = _scenarios(folder / "scenarios.yaml")
     prompts = _prompts(folder / "prompts")
-    rubric = _rubric(folder / "rubrics" / f"{meta.rubric}.yaml", meta.rubric)
+    rubric = _rubric(
+        folder / "rubrics" / f"{meta.rubric}.yaml", meta.rubric, {s.id for s in scenarios}
+    )
     for version in meta.default_prompts:
         if version not in prompts:
             raise SuiteError(
@@ -190,7 +192,7 @@ def _prompts(folder: Path) -> dict[str, PromptVersion]:
     return prompts
 
 
-def _rubric(file: Path, rubric_id: str) -> Rubric:
+def _rubric(file: Path, rubric_id: str, scenario_ids: set[str]) -> Rubric:
     data = _read(file, RubricFile)
     if data.id != rubric_id:
         raise SuiteError(f"{file}: id {data.id!r} does not match the file name")
@@ -202,6 +204,12 @@ def _rubric(file: Path, rubric_id: str) -> Rubric:
     for criterion in data.criteria:
         if [level.score for level in criterion.levels] != [1, 2, 3, 4, 5]:
             raise SuiteError(f"{file}: {criterion.name}: levels must be scores 1 to 5 in order")
+        for level in criterion.levels:
+            if level.example.scenario not in scenario_ids:
+                raise SuiteError(
+                    f"{file}: {criterion.name}: level {level.score} example names unknown "
+                    f"scenario {level.example.scenario!r}"
+                )
     return Rubric(
         id=data.id,
         title=data.title,
