@@ -1,0 +1,33 @@
+"""Backends: where candidates come from (embedded llama.cpp, Ollama, OpenAI-compatible)."""
+
+from tipbench.backends._base import (
+    DEFAULT_OLLAMA_URL,
+    DEFAULT_OPENAI_BASE_URL,
+    Backend,
+    BackendOptions,
+    Generation,
+    GenerationRequest,
+    ModelInfo,
+    check_size,
+)
+from tipbench.backends._registry import open_backend
+from tipbench.backends._retry import RetryPolicy, call_with_retries
+from tipbench.backends._spec import BACKEND_NAMES, ModelSpec, parse_model_list, parse_size
+
+__all__ = [
+    "BACKEND_NAMES",
+    "DEFAULT_OLLAMA_URL",
+    "DEFAULT_OPENAI_BASE_URL",
+    "Backend",
+    "BackendOptions",
+    "Generation",
+    "GenerationRequest",
+    "ModelInfo",
+    "ModelSpec",
+    "RetryPolicy",
+    "call_with_retries",
+    "check_size",
+    "open_backend",
+    "parse_model_list",
+    "parse_size",
+]

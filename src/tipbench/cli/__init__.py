@@ -1,0 +1,51 @@
+"""The `tipbench` command line: thin commands that parse, call the library and render."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+import click
+from pydantic import ValidationError
+
+from tipbench import __version__
+from tipbench._errors import TipbenchError
+from tipbench.cli._collect import collect_command
+
+
+@click.group()
+@click.version_option(__version__, prog_name="tipbench")
+def cli() -> None:
+    """Choose, judge and promote the small LLM and prompt that write short personal tips."""
+
+
+cli.add_command(collect_command)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM (e.g. a cancelled job) stops as cleanly as Ctrl-C
+
+
+def main() -> None:
+    """Entry point: one-line errors and meaningful exit codes for every command."""
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted: re-run the same command to resume", err=True)
+        sys.exit(130)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "config"
+        click.echo(f"error: {field}: {error['msg']}", err=True)
+        sys.exit(2)
+    except TipbenchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)

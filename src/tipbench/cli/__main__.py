@@ -1,0 +1,3 @@
+from tipbench.cli import main
+
+main()

@@ -1,0 +1,31 @@
+"""Collect (phase A): run the (model × prompt × scenario) grid and record each cell."""
+
+from tipbench.collect._config import (
+    DEFAULT_EXPERIMENT,
+    DEFAULT_MODELS,
+    DEFAULT_PROMPTS,
+    OLLAMA_PRESET,
+    CollectConfig,
+)
+from tipbench.collect._grid import Cell, plan_grid
+from tipbench.collect._parse import ParsedTips, parse_tips, tips_schema
+from tipbench.collect._record import CANDIDATES_FILE, CellOutcome
+from tipbench.collect._runner import CollectProgress, CollectResult, collect
+
+__all__ = [
+    "CANDIDATES_FILE",
+    "DEFAULT_EXPERIMENT",
+    "DEFAULT_MODELS",
+    "DEFAULT_PROMPTS",
+    "OLLAMA_PRESET",
+    "Cell",
+    "CellOutcome",
+    "CollectConfig",
+    "CollectProgress",
+    "CollectResult",
+    "ParsedTips",
+    "collect",
+    "parse_tips",
+    "plan_grid",
+    "tips_schema",
+]

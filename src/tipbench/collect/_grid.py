@@ -1,0 +1,78 @@
+"""Cells: one (model, prompt version, scenario) each, planned in model-major order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tipbench.backends import GenerationRequest, ModelSpec
+from tipbench.collect._parse import tips_schema
+from tipbench.suite import PromptVersion, Scenario, content_hash
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid and everything that defines its output."""
+
+    model: ModelSpec
+    model_identity: str
+    prompt: PromptVersion
+    scenario: Scenario
+    n_tips: int
+    temperature: float
+    seed: int
+    max_tokens: int
+    suite: str
+
+    @property
+    def name(self) -> str:
+        """The run name: `model|prompt_version|scenario_id`."""
+        return f"{self.model}|{self.prompt.version}|{self.scenario.id}"
+
+    @property
+    def key(self) -> str:
+        """A hash of everything that defines the cell: equal keys mean the same cell."""
+        return content_hash(
+            {
+                "model": str(self.model),
+                "model_identity": self.model_identity,
+                "prompt_version": self.prompt.version,
+                "prompt_hash": self.prompt.template_hash,
+                "scenario_id": self.scenario.id,
+                "scenario_hash": self.scenario.content_hash,
+                "n_tips": self.n_tips,
+                "temperature": self.temperature,
+                "seed": self.seed,
+                "max_tokens": self.max_tokens,
+                "suite": self.suite,
+            }
+        )
+
+    def request(self, attempt: int = 1) -> GenerationRequest:
+        """The cell's request; a retry after unusable output moves the seed on by one."""
+        return GenerationRequest(
+            messages=self.prompt.render(self.scenario, self.n_tips),
+            temperature=self.temperature,
+            seed=self.seed + attempt - 1,
+            max_tokens=self.max_tokens,
+            json_schema=tips_schema(self.n_tips),
+        )
+
+
+def plan_grid(
+    models: list[tuple[ModelSpec, str]],
+    prompts: list[PromptVersion],
+    scenarios: tuple[Scenario, ...],
+    *,
+    n_tips: int,
+    temperature: float,
+    seed: int,
+    max_tokens: int,
+    suite: str,
+) -> list[Cell]:
+    """Every cell, model-major (so each model is loaded once), then prompt, then scenario."""
+    return [
+        Cell(model, identity, prompt, scenario, n_tips, temperature, seed, max_tokens, suite)
+        for model, identity in models
+        for prompt in prompts
+        for scenario in scenarios
+    ]

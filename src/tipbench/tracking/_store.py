@@ -1,0 +1,165 @@
+"""Where runs are tracked: resolving the tracking URI and talking to the MLflow store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+from tipbench._errors import TrackingError
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+    from mlflow.entities import Run
+
+# Keep MLflow's own HTTP retries short: tipbench retries writes itself, off the hot path.
+_MLFLOW_HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+}
+
+# Tags that tell tipbench's runs apart.
+KIND_TAG = "tipbench.kind"
+KIND_CELL, KIND_COLLECTION = "cell", "collection"
+
+
+def data_dir() -> Path:
+    """tipbench's own folder: `$TIPBENCH_HOME`, else `$XDG_DATA_HOME/tipbench`."""
+    if home := os.environ.get("TIPBENCH_HOME"):
+        return Path(home).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "tipbench"
+
+
+def resolve_tracking_uri(explicit: str | None = None) -> str:
+    """`--tracking-uri`, else `$MLFLOW_TRACKING_URI`, else a SQLite store in the data folder."""
+    if explicit:
+        return explicit
+    if env := os.environ.get("MLFLOW_TRACKING_URI"):
+        return env
+    folder = data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'mlflow.db'}"
+
+
+def _artifact_root(uri: str) -> Path | None:
+    """For a SQLite store, artifacts live beside the database instead of in `./mlruns`."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "sqlite":
+        return None
+    # sqlite:///relative.db has path "/relative.db"; sqlite:////abs.db has "//abs.db"
+    return Path(parsed.path[1:]).resolve().parent / "mlartifacts"
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """What resume needs to know about an existing cell run."""
+
+    run_id: str
+    cell_key: str
+    finished: bool  # the run ended FINISHED with a successful cell
+
+
+class TrackingStore:
+    """A thin, typed face over `MlflowClient` for the calls tipbench makes."""
+
+    def __init__(self, uri: str | None = None) -> None:
+        for key, value in _MLFLOW_HTTP_DEFAULTS.items():
+            os.environ.setdefault(key, value)
+        from mlflow import MlflowClient
+
+        self.uri = resolve_tracking_uri(uri)
+        self.client: MlflowClient = MlflowClient(tracking_uri=self.uri)
+
+    def experiment_id(self, name: str, create: bool = False) -> str:
+        """The id of experiment `name`, created if asked (raises TrackingError otherwise)."""
+        try:
+            experiment = self.client.get_experiment_by_name(name)
+            if experiment is not None:
+                return str(experiment.experiment_id)
+            if not create:
+                raise TrackingError(f"no experiment {name!r} at {self.uri}")
+            root = _artifact_root(self.uri)
+            location = (root / name).as_uri() if root is not None else None
+            return str(self.client.create_experiment(name, artifact_location=location))
+        except TrackingError:
+            raise
+        except Exception as exc:
+            raise TrackingError(f"cannot use the MLflow store at {self.uri}: {short_error(exc)}") from None
+
+    def search(self, experiment_id: str, filter_string: str = "") -> Iterator[Run]:
+        """Every active run of the experiment that matches the filter, page by page."""
+        token: str | None = None
+        while True:
+            try:
+                page = self.client.search_runs(
+                    [experiment_id], filter_string, max_results=5000, page_token=token
+                )
+            except Exception as exc:
+                raise TrackingError(f"cannot search runs at {self.uri}: {short_error(exc)}") from None
+            yield from page
+            token = page.token
+            if not token:
+                return
+
+    def cell_runs(self, experiment_id: str) -> list[CellRun]:
+        """The cell runs of an experiment, finished or not."""
+        return [
+            CellRun(
+                run_id=run.info.run_id,
+                cell_key=run.data.tags.get("cell_key", ""),
+                finished=run.info.status == "FINISHED"
+                and run.data.tags.get("cell_status") == "ok",
+            )
+            for run in self.search(experiment_id, f"tags.`{KIND_TAG}` = '{KIND_CELL}'")
+        ]
+
+
+    def open_parent(
+        self, experiment_id: str, kind: str, key: str, name: str, params: dict[str, str]
+    ) -> str:
+        """Reopen the parent run of `kind` tagged `key` (a resumed collection), or create it."""
+        from mlflow.entities import Param
+
+        try:
+            found = self.search(
+                experiment_id, f"tags.`{KIND_TAG}` = '{kind}' AND tags.parent_key = '{key}'"
+            )
+            for run in found:
+                self.client.update_run(run.info.run_id, status="RUNNING")
+                return str(run.info.run_id)
+            run = self.client.create_run(
+                experiment_id, run_name=name, tags={KIND_TAG: kind, "parent_key": key}
+            )
+            self.client.log_batch(
+                run.info.run_id, params=[Param(k, v) for k, v in params.items()]
+            )
+            return str(run.info.run_id)
+        except TrackingError:
+            raise
+        except Exception as exc:
+            raise TrackingError(f"cannot create a run at {self.uri}: {short_error(exc)}") from None
+
+    def close_parent(self, run_id: str, status: str, metrics: dict[str, float]) -> None:
+        """End a parent run with its summary metrics (best effort: never raises)."""
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        with contextlib.suppress(Exception):
+            self.client.log_batch(
+                run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()]
+            )
+            self.client.set_terminated(run_id, status=status, end_time=now)
+
+
+def short_error(exc: BaseException) -> str:
+    """The first line of an exception, for one-line messages."""
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
