@@ -1,0 +1,113 @@
+"""Real servers for tests and benchmarks, started as subprocesses on loopback ephemeral ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+HERE = Path(__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """A subprocess serving HTTP on 127.0.0.1; stopped with its whole process group."""
+
+    health_path = "/"
+    start_timeout_s = 90.0
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> ServerProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log = (self.workdir / "server.log").open("wb")
+        self.process = subprocess.Popen(
+            self.command(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=self.workdir,
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.command()[:4]} exited: {self.log_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(self.url + self.health_path, timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server did not start in time: {self.log_text()[-2000:]}")
+
+    def log_text(self) -> str:
+        return (self.workdir / "server.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if hasattr(self, "log"):
+            self.log.close()
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class MlflowServer(ServerProcess):
+    """`mlflow server` with a SQLite store, proxying artifacts (`mlflow-artifacts:/`)."""
+
+    health_path = "/health"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "mlflow", "server",
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--backend-store-uri", f"sqlite:///{self.workdir / 'mlflow.db'}",
+            "--artifacts-destination", str(self.workdir / "artifacts"),
+            "--workers", "1",
+        ]  # fmt: skip
+
+
+class LlamaCppServer(ServerProcess):
+    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`)."""
+
+    health_path = "/v1/models"
+
+    def __init__(self, workdir: Path, model_path: Path, alias: str = "smollm2") -> None:
+        super().__init__(workdir)
+        self.model_path = model_path
+        self.alias = alias
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, str(HERE / "llama_server_main.py"),
+            "--model", str(self.model_path), "--model_alias", self.alias,
+            "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
+        ]  # fmt: skip
