@@ -1,0 +1,121 @@
+"""Collect on the real embedded model (SmolLM2-135M through llama.cpp) into real MLflow stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from support.servers import MlflowServer
+from tipbench.collect import CollectConfig, CollectResult, collect
+
+pytestmark = pytest.mark.slow
+
+GRID = {
+    "models": "llamacpp:smollm2-135m",
+    "prompts": "v1,v3-few-shot",
+    "n_scenarios": 2,
+    "n_tips": 2,
+    "max_tokens": 96,
+}
+
+
+def cell_runs(uri: str, experiment: str) -> list[Run]:
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None
+    return client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+
+
+def run_grid(uri: str, experiment: str, **overrides: object) -> CollectResult:
+    config = CollectConfig.model_validate({**GRID, "experiment": experiment, **overrides})
+    return collect(config, tracking_uri=uri)
+
+
+def test_grid_records_one_run_per_cell(sqlite_uri: str, experiment: str) -> None:
+    result = run_grid(sqlite_uri, experiment)
+
+    assert result.exit_code == 0
+    assert (result.total, result.succeeded, result.skipped) == (4, 4, 0)
+    assert dict(result.model_loads) == {"llamacpp:smollm2-135m": 1}
+    runs = cell_runs(sqlite_uri, experiment)
+    assert sorted(r.info.run_name for r in runs) == [
+        "llamacpp:smollm2-135m|v1|student-evening",
+        "llamacpp:smollm2-135m|v1|student-morning",
+        "llamacpp:smollm2-135m|v3-few-shot|student-evening",
+        "llamacpp:smollm2-135m|v3-few-shot|student-morning",
+    ]
+    client = MlflowClient(sqlite_uri)
+    for run in runs:
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["mlflow.parentRunId"] == result.parent_run_id
+        assert run.data.params["backend"] == "llamacpp"
+        assert run.data.params["temperature"] == "0.7"
+        assert run.data.params["seed"] == "42"
+        assert run.data.params["n_tips"] == "2"
+        tags = run.data.tags
+        assert tags["judge_pending"] == "true"
+        assert tags["rubric"] == "tip-v1"
+        assert tags["suite"] == "tips@1.0.0"
+        assert len(tags["cell_key"]) == 16 and len(tags["scenario_hash"]) == 16
+        metrics = run.data.metrics
+        assert metrics["parse_success"] == 1.0
+        assert 1 <= metrics["candidate_count"] <= 2
+        assert metrics["latency_s"] > 0 and metrics["tokens_per_s"] > 0
+        assert metrics["completion_tokens"] <= 96
+        names = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert names == {"candidates.json", "prompt.txt", "response.txt", "rubric.md"}
+        folder = Path(client.download_artifacts(run.info.run_id, ""))
+        candidates = json.loads((folder / "candidates.json").read_text())
+        assert candidates["scenario"]["id"] == run.data.params["scenario_id"]
+        assert [c["id"] for c in candidates["candidates"]][:1] == ["c1"]
+        assert all(c["text"] and c["format_ok"] in (0, 1) for c in candidates["candidates"])
+        assert "Maya" in (folder / "prompt.txt").read_text()
+        assert "# Rubric tip-v1" in (folder / "rubric.md").read_text()
+
+
+def test_rerun_resumes_without_duplicates_or_loads(sqlite_uri: str, experiment: str) -> None:
+    run_grid(sqlite_uri, experiment, n_scenarios=1)
+    again = run_grid(sqlite_uri, experiment, n_scenarios=1)
+
+    assert (again.skipped, again.succeeded, again.exit_code) == (2, 0, 0)
+    assert not again.model_loads
+    assert len(cell_runs(sqlite_uri, experiment)) == 2
+
+
+def test_identical_requests_come_from_the_cache(sqlite_uri: str, experiment: str) -> None:
+    run_grid(sqlite_uri, experiment, n_scenarios=1)
+    other = run_grid(sqlite_uri, experiment + "-copy", n_scenarios=1)
+
+    assert other.succeeded == 2 and not other.model_loads
+    runs = cell_runs(sqlite_uri, experiment + "-copy")
+    assert [r.data.metrics["cached"] for r in runs] == [1.0, 1.0]
+
+
+def test_same_seed_same_candidates(sqlite_uri: str, experiment: str) -> None:
+    def texts(name: str) -> list[str]:
+        client = MlflowClient(sqlite_uri)
+        out = []
+        for run in sorted(cell_runs(sqlite_uri, name), key=lambda r: r.info.run_name):
+            folder = Path(client.download_artifacts(run.info.run_id, "response.txt"))
+            out.append(folder.read_text())
+        return out
+
+    run_grid(sqlite_uri, experiment, n_scenarios=1, prompts="v1", use_cache=False)
+    run_grid(sqlite_uri, experiment + "-b", n_scenarios=1, prompts="v1", use_cache=False)
+    assert texts(experiment) == texts(experiment + "-b")
+
+
+def test_remote_server_with_proxied_artifacts(mlflow_server: MlflowServer, experiment: str) -> None:
+    result = run_grid(mlflow_server.url, experiment, n_scenarios=1, prompts="v1", diversity=True)
+
+    assert result.exit_code == 0 and result.tracking_uri == mlflow_server.url
+    (run,) = cell_runs(mlflow_server.url, experiment)
+    assert run.info.artifact_uri.startswith("mlflow-artifacts:/")
+    assert 0.0 <= run.data.metrics["diversity"] <= 1.0
+    client = MlflowClient(mlflow_server.url)
+    folder = Path(client.download_artifacts(run.info.run_id, ""))
+    assert json.loads((folder / "candidates.json").read_text())["candidates"]
