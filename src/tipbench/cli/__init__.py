@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 from types import FrameType
@@ -30,17 +31,15 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     """Entry point: one-line errors and meaningful exit codes for every command."""
     signal.signal(signal.SIGTERM, _terminate)
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # no INFO chatter about migrations
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
+    except (KeyboardInterrupt, click.exceptions.Abort):  # click turns Ctrl-C into Abort
+        click.echo("interrupted: re-run the same command to resume", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("interrupted: re-run the same command to resume", err=True)
-        sys.exit(130)
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "config"
