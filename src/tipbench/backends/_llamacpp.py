@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tipbench._errors import BackendMissing, GenerationFailed, ModelNotFound
+from tipbench._errors import BackendError, BackendMissing, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
 from tipbench.backends._gguf import read_gguf_header
 
@@ -97,10 +97,16 @@ class LlamaCppBackend(Backend):
             ) from None
         threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
         extra = {"n_threads": int(threads)} if threads else {}
-        with plain_cpu_buffers():
-            self._llm = Llama(
-                model_path=str(self.path), n_ctx=self.options.n_ctx, verbose=False, **extra
-            )
+        try:
+            with plain_cpu_buffers():
+                self._llm = Llama(
+                    model_path=str(self.path), n_ctx=self.options.n_ctx, verbose=False, **extra
+                )
+        except ValueError:  # llama.cpp could not load it: truncated, corrupt or unsupported
+            raise BackendError(
+                f"{self.spec}: llama.cpp cannot load {self.path} (truncated, corrupt or "
+                "unsupported model file)"
+            ) from None
 
     def unload(self) -> None:
         llm, self._llm = self._llm, None

@@ -50,15 +50,28 @@ class OllamaBackend(Backend):
             self.client.chat(self.spec.name, messages=[], keep_alive=self.options.keep_alive)
 
     def unload(self) -> None:
-        """Ask Ollama to unload now (`keep_alive: 0`) and wait until `/api/ps` shows it gone."""
+        """Ask Ollama to unload now (`keep_alive: 0`) and wait until `/api/ps` shows it gone.
+
+        Ollama unloads in the background, so the next model must not load before then.
+
+        Raises:
+            BackendUnavailable: the model is still resident after the wait.
+        """
+        name = _canonical(self.spec.name)
         with self._errors("unload"):
             self.client.chat(self.spec.name, messages=[], keep_alive=0)
             deadline = time.monotonic() + _UNLOAD_WAIT_S
-            while time.monotonic() < deadline:
-                resident = {m.model for m in self.client.ps().models}
-                if self.spec.name not in resident:
+            while True:
+                resident = {_canonical(m.model or m.name or "") for m in self.client.ps().models}
+                if name not in resident:
                     return
+                if time.monotonic() >= deadline:
+                    break
                 time.sleep(0.1)
+        raise BackendUnavailable(
+            f"{self.spec}: Ollama at {self.options.ollama_url} still lists the model as loaded "
+            f"{_UNLOAD_WAIT_S:g}s after the unload request"
+        )
 
     def generate(self, request: GenerationRequest) -> Generation:
         with self._errors("chat"):
@@ -97,3 +110,8 @@ class OllamaBackend(Backend):
             raise BackendUnavailable(f"{spec}: Ollama at {url} timed out ({what})") from None
         except (ConnectionError, httpx.TransportError):
             raise BackendUnavailable(f"{spec}: cannot reach Ollama at {url}") from None
+
+
+def _canonical(name: str) -> str:
+    """Ollama's full model name: a name without a tag means `:latest`."""
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"

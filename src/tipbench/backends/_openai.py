@@ -63,10 +63,12 @@ class OpenAIBackend(Backend):
     def generate(self, request: GenerationRequest) -> Generation:
         formats = _response_formats(request.json_schema) if request.json_schema else [None]
         while True:
-            response_format = formats[min(self._format_index, len(formats) - 1)]
+            index = min(self._format_index, len(formats) - 1)
+            response_format = formats[index]
             extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
+            can_fall_back = index < len(formats) - 1
             try:
-                with self._errors("chat"):
+                with self._errors("chat", can_fall_back=can_fall_back):
                     response = self.client.chat.completions.create(
                         model=self.spec.name,
                         messages=request.chat_messages(),  # type: ignore[arg-type]
@@ -76,8 +78,11 @@ class OpenAIBackend(Backend):
                         **extra,
                     )
             except _FormatRefused:
-                self._format_index += 1
+                # concurrent requests may all be refused the same style: move on by one only
+                self._format_index = max(self._format_index, index + 1)
                 continue
+            if not response.choices:
+                raise GenerationFailed(f"{self.spec}: the server answered without a choice")
             usage = response.usage
             return Generation(
                 text=response.choices[0].message.content or "",
@@ -87,7 +92,8 @@ class OpenAIBackend(Backend):
             )
 
     @contextlib.contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
+    def _errors(self, what: str, can_fall_back: bool = False) -> Iterator[None]:
+        """Map the client's exceptions to tipbench's; `_FormatRefused` if a style was refused."""
         spec, url = self.spec, self.options.openai_base_url
         try:
             yield
@@ -96,11 +102,20 @@ class OpenAIBackend(Backend):
         except openai.APIConnectionError:
             raise BackendUnavailable(f"{spec}: cannot reach the server at {url}") from None
         except openai.APIStatusError as exc:
-            if exc.status_code in (400, 422) and what == "chat" and "format" in str(exc.body):
+            if can_fall_back and _refuses_format(exc):
                 raise _FormatRefused from None
             raise GenerationFailed(
                 f"{spec}: {what} failed with HTTP {exc.status_code}: {exc.message}"
             ) from None
+
+
+def _refuses_format(exc: openai.APIStatusError) -> bool:
+    """Whether the server refused the request's `response_format` (rather than failing)."""
+    text = str(exc.body if exc.body is not None else exc.message)
+    if exc.status_code in (400, 422):
+        return "format" in text
+    # llama-cpp-python's server answers request validation errors with HTTP 500
+    return exc.status_code == 500 and "response_format" in text
 
 
 class _FormatRefused(Exception):

@@ -21,6 +21,12 @@ class RetryPolicy:
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
 
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"RetryPolicy needs at least one attempt, not {self.attempts}")
+        if self.backoff_s < 0 or self.max_backoff_s < 0:
+            raise ValueError("RetryPolicy delays cannot be negative")
+
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based), with jitter."""
         base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))

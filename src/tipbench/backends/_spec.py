@@ -46,6 +46,8 @@ class ModelSpec:
         declared: int | None = None
         if match := _SIZE_SUFFIX.search(raw):
             declared = parse_size(match.group(1))
+            if declared <= 0:
+                raise ConfigError(f"bad model spec {text!r}: a declared size must be above 0")
             raw = raw[: match.start()]
         prefix, sep, rest = raw.partition(":")
         backend: BackendName

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 from types import FrameType
@@ -31,7 +30,6 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     """Entry point: one-line errors and meaningful exit codes for every command."""
     signal.signal(signal.SIGTERM, _terminate)
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # no INFO chatter about migrations
     try:
         cli.main(standalone_mode=False)
     except (KeyboardInterrupt, click.exceptions.Abort):  # click turns Ctrl-C into Abort
@@ -43,7 +41,8 @@ def main() -> None:
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "config"
-        click.echo(f"error: {field}: {error['msg']}", err=True)
+        message = error["msg"].removeprefix("Value error, ")
+        click.echo(f"error: {field}: {message}", err=True)
         sys.exit(2)
     except TipbenchError as exc:
         click.echo(f"error: {exc}", err=True)

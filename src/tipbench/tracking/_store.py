@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Run
 
-# Keep MLflow's own HTTP retries short: tipbench retries writes itself, off the hot path.
-_MLFLOW_HTTP_DEFAULTS = {
+# Keep MLflow's own HTTP retries short (tipbench retries writes itself, off the hot path)
+# and its INFO chatter about database migrations out of the terminal.
+_MLFLOW_DEFAULTS = {
+    "MLFLOW_LOGGING_LEVEL": "WARNING",
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
@@ -69,7 +71,7 @@ class TrackingStore:
     """A thin, typed face over `MlflowClient` for the calls tipbench makes."""
 
     def __init__(self, uri: str | None = None) -> None:
-        for key, value in _MLFLOW_HTTP_DEFAULTS.items():
+        for key, value in _MLFLOW_DEFAULTS.items():
             os.environ.setdefault(key, value)
         from mlflow import MlflowClient
 
@@ -161,5 +163,8 @@ class TrackingStore:
 
 def short_error(exc: BaseException) -> str:
     """The first line of an exception, for one-line messages."""
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
+    text = str(exc).strip()
+    if "Max retries exceeded" in text or "Connection refused" in text:
+        return "connection refused"
+    lines = text.splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
