@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests import `support.*`
 
-from support.servers import LlamaCppServer, MlflowServer  # noqa: E402
+from support.servers import LlamaCppServer, MlflowServer
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 

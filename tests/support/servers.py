@@ -41,7 +41,10 @@ class ServerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log = (self.workdir / "server.log").open("wb")
         self.process = subprocess.Popen(
-            self.command(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            self.command(),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             cwd=self.workdir,
         )
         deadline = time.monotonic() + self.start_timeout_s
@@ -74,7 +77,9 @@ class ServerProcess:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.stop()

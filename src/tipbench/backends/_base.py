@@ -20,7 +20,9 @@ DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"
 class BackendOptions:
     """Where the servers are and how patient to be with them."""
 
-    ollama_url: str = field(default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_URL))
+    ollama_url: str = field(
+        default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_URL)
+    )
     openai_base_url: str = field(
         default_factory=lambda: os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL)
     )

@@ -96,7 +96,7 @@ class LlamaCppBackend(Backend):
                 "the embedded backend needs llama-cpp-python: pip install 'tipbench[embedded]'"
             ) from None
         threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
-        extra = {"n_threads": int(threads)} if threads else {}
+        extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
         try:
             with plain_cpu_buffers():
                 self._llm = Llama(

@@ -29,7 +29,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based), with jitter."""
-        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        base: float = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
         return base * (1 + random.random() / 4)
 
 

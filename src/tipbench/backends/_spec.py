@@ -52,7 +52,7 @@ class ModelSpec:
         prefix, sep, rest = raw.partition(":")
         backend: BackendName
         if sep and prefix in BACKEND_NAMES:
-            backend, name = prefix, rest  # type: ignore[assignment]
+            backend, name = prefix, rest  # type: ignore[assignment,unused-ignore]
         else:
             backend, name = "ollama", raw  # a bare tag such as qwen2.5:1.5b means Ollama
         if not name or any(c.isspace() for c in name):

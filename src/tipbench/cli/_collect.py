@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from tipbench.backends import DEFAULT_OLLAMA_URL
+from tipbench.cli._progress import CellProgress
 from tipbench.collect import (
     DEFAULT_EXPERIMENT,
     DEFAULT_MODELS,
@@ -15,42 +18,85 @@ from tipbench.collect import (
     CollectResult,
     collect,
 )
-from tipbench.cli._progress import CellProgress
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def grid_options(command: click.Command) -> click.Command:
+def grid_options(command: F) -> F:
     """The options that define a grid, shared by `collect` and `run`."""
     options = [
-        click.option("--models", default=DEFAULT_MODELS, show_default=True,
-                     help="Comma-separated model specs: llamacpp:NAME|PATH.gguf, ollama:TAG "
-                          "(or a bare tag), openai:MODEL; '@1.5B' declares a size."),
-        click.option("--prompts", default=DEFAULT_PROMPTS, show_default=True,
-                     help="Comma-separated prompt versions of the suite."),
+        click.option(
+            "--models",
+            default=DEFAULT_MODELS,
+            show_default=True,
+            help="Comma-separated model specs: llamacpp:NAME|PATH.gguf, ollama:TAG "
+            "(or a bare tag), openai:MODEL; '@1.5B' declares a size.",
+        ),
+        click.option(
+            "--prompts",
+            default=DEFAULT_PROMPTS,
+            show_default=True,
+            help="Comma-separated prompt versions of the suite.",
+        ),
         click.option("--experiment", default=DEFAULT_EXPERIMENT, show_default=True),
         click.option("--n-tips", type=int, default=5, show_default=True),
-        click.option("--n-scenarios", type=int, default=0, show_default=True,
-                     help="Use the first N scenarios (0 = all)."),
+        click.option(
+            "--n-scenarios",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Use the first N scenarios (0 = all).",
+        ),
         click.option("--temperature", type=float, default=0.7, show_default=True),
         click.option("--seed", type=int, default=42, show_default=True),
-        click.option("--max-model-b", type=float, default=4.0, show_default=True,
-                     help="Refuse models above this many billion parameters."),
-        click.option("--allow-unknown-size", is_flag=True,
-                     help="Run models whose size no metadata tells."),
-        click.option("--max-tokens", type=int, default=None,
-                     help="Token budget per cell [default: 64 per tip + 48]."),
-        click.option("--diversity", is_flag=True,
-                     help="Log how different each cell's candidates are."),
-        click.option("--concurrency", type=int, default=1, show_default=True,
-                     help="Parallel requests for servers that serve them (not embedded)."),
+        click.option(
+            "--max-model-b",
+            type=float,
+            default=4.0,
+            show_default=True,
+            help="Refuse models above this many billion parameters.",
+        ),
+        click.option(
+            "--allow-unknown-size", is_flag=True, help="Run models whose size no metadata tells."
+        ),
+        click.option(
+            "--max-tokens",
+            type=int,
+            default=None,
+            help="Token budget per cell [default: 64 per tip + 48].",
+        ),
+        click.option(
+            "--diversity", is_flag=True, help="Log how different each cell's candidates are."
+        ),
+        click.option(
+            "--concurrency",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Parallel requests for servers that serve them (not embedded).",
+        ),
         click.option("--no-cache", is_flag=True, help="Do not reuse cached responses."),
-        click.option("--suite", type=click.Path(), default=None,
-                     help="A suite folder [default: the bundled 'tips' suite]."),
-        click.option("--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL,
-                     show_default=True),
-        click.option("--openai-base-url", envvar="OPENAI_BASE_URL", default=None,
-                     help="Base URL of an OpenAI-compatible server (…/v1)."),
-        click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", default=None,
-                     help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME]."),
+        click.option(
+            "--suite",
+            type=click.Path(),
+            default=None,
+            help="A suite folder [default: the bundled 'tips' suite].",
+        ),
+        click.option(
+            "--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL, show_default=True
+        ),
+        click.option(
+            "--openai-base-url",
+            envvar="OPENAI_BASE_URL",
+            default=None,
+            help="Base URL of an OpenAI-compatible server (…/v1).",
+        ),
+        click.option(
+            "--tracking-uri",
+            envvar="MLFLOW_TRACKING_URI",
+            default=None,
+            help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -75,8 +121,10 @@ def report(result: CollectResult) -> None:
     for cell, error in result.failed:
         out(f"  failed: {cell}: {error}", err=True)
     for cell, error in result.unwritten:
-        out(f"  not written to MLflow (re-run to retry, answers are cached): {cell}: {error}",
-            err=True)
+        out(
+            f"  not written to MLflow (re-run to retry, answers are cached): {cell}: {error}",
+            err=True,
+        )
     loads = ", ".join(f"{m} ×{n}" for m, n in result.model_loads.items()) or "none"
     out(f"model loads: {loads}")
     out(f"experiment '{result.experiment}' at {result.tracking_uri}")

@@ -15,9 +15,7 @@ DEFAULT_EXPERIMENT = "tip-bench-auto"
 #: The documented preset of the Ollama grid.
 OLLAMA_PRESET = "qwen2.5:0.5b,qwen2.5:1.5b,gemma3:1b,llama3.2:3b"
 
-ExperimentName = Annotated[
-    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-]
+ExperimentName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 
 
 def _split(value: str | list[str]) -> list[str]:

@@ -81,7 +81,7 @@ def build_record(
             "cached": float(outcome.cached),
         }
     if outcome.ok:
-        candidates = [
+        candidates: list[dict[str, str | int]] = [
             {
                 "id": f"c{i}",
                 "text": tip,
@@ -104,8 +104,8 @@ def build_record(
         metrics |= {
             "parse_success": 1.0,
             "candidate_count": n,
-            "format_ok_rate": sum(c["format_ok"] for c in candidates) / n,
-            "overlong_rate": sum(c["overlong"] for c in candidates) / n,
+            "format_ok_rate": sum(rubric.format_ok(tip) for tip in outcome.tips) / n,
+            "overlong_rate": sum(rubric.overlong(tip) for tip in outcome.tips) / n,
         }
         if with_diversity:
             metrics["diversity"] = diversity(outcome.tips)

@@ -11,9 +11,9 @@ from typing import Protocol
 
 from tipbench._errors import BackendError, GenerationFailed
 from tipbench.backends import (
+    DEFAULT_OPENAI_BASE_URL,
     Backend,
     BackendOptions,
-    DEFAULT_OPENAI_BASE_URL,
     RetryPolicy,
     call_with_retries,
     check_size,
@@ -113,7 +113,9 @@ def collect(
         name=f"collect {time.strftime('%Y-%m-%d %H:%M')}",
         params=_collection_params(config, suite),
     )
-    result = CollectResult(config.experiment, store.uri, parent, len(cells), len(cells) - len(pending))
+    result = CollectResult(
+        config.experiment, store.uri, parent, len(cells), len(cells) - len(pending)
+    )
     progress.begin(len(cells), result.skipped)
 
     writer = RunWriter(store, experiment_id, parent)
@@ -255,7 +257,12 @@ class _Block:
             parsed = parse_tips(generation.text, cell.n_tips)
             tries.append(
                 CellOutcome(
-                    cell, parsed.tips, parsed.method, generation, latency, number,
+                    cell,
+                    parsed.tips,
+                    parsed.method,
+                    generation,
+                    latency,
+                    number,
                     finished_at=time.time(),
                 )
             )

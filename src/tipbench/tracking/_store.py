@@ -92,7 +92,9 @@ class TrackingStore:
         except TrackingError:
             raise
         except Exception as exc:
-            raise TrackingError(f"cannot use the MLflow store at {self.uri}: {short_error(exc)}") from None
+            raise TrackingError(
+                f"cannot use the MLflow store at {self.uri}: {short_error(exc)}"
+            ) from None
 
     def search(self, experiment_id: str, filter_string: str = "") -> Iterator[Run]:
         """Every active run of the experiment that matches the filter, page by page."""
@@ -103,7 +105,9 @@ class TrackingStore:
                     [experiment_id], filter_string, max_results=5000, page_token=token
                 )
             except Exception as exc:
-                raise TrackingError(f"cannot search runs at {self.uri}: {short_error(exc)}") from None
+                raise TrackingError(
+                    f"cannot search runs at {self.uri}: {short_error(exc)}"
+                ) from None
             yield from page
             token = page.token
             if not token:
@@ -115,12 +119,10 @@ class TrackingStore:
             CellRun(
                 run_id=run.info.run_id,
                 cell_key=run.data.tags.get("cell_key", ""),
-                finished=run.info.status == "FINISHED"
-                and run.data.tags.get("cell_status") == "ok",
+                finished=run.info.status == "FINISHED" and run.data.tags.get("cell_status") == "ok",
             )
             for run in self.search(experiment_id, f"tags.`{KIND_TAG}` = '{KIND_CELL}'")
         ]
-
 
     def open_parent(
         self, experiment_id: str, kind: str, key: str, name: str, params: dict[str, str]
@@ -138,9 +140,7 @@ class TrackingStore:
             run = self.client.create_run(
                 experiment_id, run_name=name, tags={KIND_TAG: kind, "parent_key": key}
             )
-            self.client.log_batch(
-                run.info.run_id, params=[Param(k, v) for k, v in params.items()]
-            )
+            self.client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()])
             return str(run.info.run_id)
         except TrackingError:
             raise

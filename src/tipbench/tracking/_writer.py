@@ -102,7 +102,7 @@ class RunWriter:
         run = client.create_run(
             self.experiment_id, start_time=record.start_ms, tags=tags, run_name=record.run_name
         )
-        run_id = run.info.run_id
+        run_id: str = run.info.run_id
         try:
             client.log_batch(
                 run_id,
