@@ -36,7 +36,7 @@ PROMPT_VERSIONS = ["v1", "v2-mentor", "v3-few-shot"]
 # answer. ~4 characters per token, so 1800 characters is about 450 tokens.
 MAX_PROMPT_CHARS = 1800
 COMPOSITE_FORMULA = (
-    "composite = relevance + actionability + tone + 2·format_ok − overlong (range 2–17)"  # noqa: RUF001
+    "composite = relevance + actionability + tone + 2·format_ok − overlong (range 2–17)"
 )
 
 
