@@ -25,7 +25,7 @@ from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._parse import parse_tips
 from tipbench.collect._record import CellOutcome, build_record
 from tipbench.suite import Suite, content_hash, load_suite
-from tipbench.tracking import KIND_COLLECTION, RunWriter, TrackingStore, data_dir
+from tipbench.tracking import KIND_COLLECTION, BackgroundWriter, TrackingStore, data_dir, write_run
 
 
 class CollectProgress(Protocol):
@@ -118,14 +118,17 @@ def collect(
     )
     progress.begin(len(cells), result.skipped)
 
-    writer = RunWriter(store, experiment_id, parent)
+    writer = BackgroundWriter(store)
     cache = ResponseCache(data_dir() / "cache.sqlite") if config.use_cache else None
 
     def record(outcome: CellOutcome) -> None:
-        replaces = tuple(stale.get(outcome.cell.key, ()))
-        writer.submit(
-            build_record(outcome, suite.rubric, with_diversity=config.diversity, replaces=replaces)
+        run = build_record(
+            outcome,
+            suite.rubric,
+            with_diversity=config.diversity,
+            replaces=tuple(stale.get(outcome.cell.key, ())),
         )
+        writer.submit(run.run_name, lambda client: write_run(client, experiment_id, run, parent))
         if outcome.ok:
             result.succeeded += 1
         else:
@@ -141,7 +144,7 @@ def collect(
         raise
     finally:
         progress.note("writing the last runs to MLflow")
-        result.unwritten = [(f.record.run_name, f.error) for f in writer.close()]
+        result.unwritten = [(f.label, f.error) for f in writer.close()]
         if cache is not None:
             cache.close()
         status = "KILLED" if result.interrupted else "FAILED" if result.exit_code else "FINISHED"

@@ -10,18 +10,28 @@ from tipbench.tracking._store import (
     resolve_tracking_uri,
     short_error,
 )
-from tipbench.tracking._writer import RunRecord, RunWriter, WriteFailure
+from tipbench.tracking._writer import (
+    BackgroundWriter,
+    RunRecord,
+    WriteFailure,
+    WriteJob,
+    log_texts,
+    write_run,
+)
 
 __all__ = [
     "KIND_CELL",
     "KIND_COLLECTION",
     "KIND_TAG",
+    "BackgroundWriter",
     "CellRun",
     "RunRecord",
-    "RunWriter",
     "TrackingStore",
     "WriteFailure",
+    "WriteJob",
     "data_dir",
+    "log_texts",
     "resolve_tracking_uri",
     "short_error",
+    "write_run",
 ]

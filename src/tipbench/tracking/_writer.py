@@ -1,8 +1,8 @@
 """A background writer: MLflow calls cost tens of milliseconds, so they run off the hot path.
 
-Generation hands finished cells to `RunWriter.submit` and goes on; a worker thread
-writes each one as a run (create, one batch of params/metrics/tags, artifacts, end).
-A failed write is retried, then recorded: it never stops the grid.
+Generation (or judging) hands finished work to `BackgroundWriter.submit` and goes on; a
+worker thread performs the MLflow writes in submission order. A failed write is retried,
+then recorded: it never stops the grid.
 """
 
 from __future__ import annotations
@@ -15,15 +15,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tipbench.tracking._store import TrackingStore, short_error
 
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
 _WRITE_ATTEMPTS = 3
+
+WriteJob = Callable[["MlflowClient"], object]
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """Everything one MLflow run will hold, ready to write."""
+    """Everything one new MLflow run will hold, ready to write."""
 
     run_name: str
     params: dict[str, str]
@@ -38,32 +44,23 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class WriteFailure:
-    record: RunRecord
+    label: str
     error: str
 
 
-class RunWriter:
-    """Writes `RunRecord`s under a parent run from a worker thread, in submission order."""
+class BackgroundWriter:
+    """Runs write jobs against the store from one worker thread, in submission order."""
 
-    def __init__(
-        self,
-        store: TrackingStore,
-        experiment_id: str,
-        parent_run_id: str | None = None,
-        on_written: Callable[[RunRecord], None] | None = None,
-    ) -> None:
+    def __init__(self, store: TrackingStore) -> None:
         self.store = store
-        self.experiment_id = experiment_id
-        self.parent_run_id = parent_run_id
-        self.on_written = on_written
         self.failures: list[WriteFailure] = []
-        self.written = 0
-        self._queue: queue.Queue[RunRecord | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, WriteJob] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="tipbench-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, record: RunRecord) -> None:
-        self._queue.put(record)
+    def submit(self, label: str, job: WriteJob) -> None:
+        """Queue `job(client)`; `label` names it in failure reports."""
+        self._queue.put((label, job))
 
     def close(self) -> list[WriteFailure]:
         """Wait until everything submitted is written; return what could not be."""
@@ -72,51 +69,55 @@ class RunWriter:
         return self.failures
 
     def _work(self) -> None:
-        while (record := self._queue.get()) is not None:
-            error = ""
+        while (item := self._queue.get()) is not None:
+            label, job = item
             for attempt in range(1, _WRITE_ATTEMPTS + 1):
                 try:
-                    self.write(record)
+                    job(self.store.client)
                     break
                 except Exception as exc:  # a tracking failure never kills the harness
-                    error = short_error(exc)
-                    time.sleep(0.5 * attempt)
-            else:
-                self.failures.append(WriteFailure(record, error))
-                continue
-            self.written += 1
-            if self.on_written is not None:
-                self.on_written(record)
+                    if attempt == _WRITE_ATTEMPTS:
+                        self.failures.append(WriteFailure(label, short_error(exc)))
+                    else:
+                        time.sleep(0.5 * attempt)
 
-    def write(self, record: RunRecord) -> str:
-        """Write one run now (in the calling thread); return its id."""
-        from mlflow.entities import Metric, Param, RunTag
 
-        client = self.store.client
-        for stale in record.replaces:
-            with contextlib.suppress(Exception):  # already gone is fine
-                client.delete_run(stale)
-        tags = dict(record.tags)
-        if self.parent_run_id:
-            tags["mlflow.parentRunId"] = self.parent_run_id
-        run = client.create_run(
-            self.experiment_id, start_time=record.start_ms, tags=tags, run_name=record.run_name
+def log_texts(client: MlflowClient, run_id: str, files: dict[str, str]) -> None:
+    """Log text files as artifacts of a run, in one `log_artifacts` call."""
+    with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
+        for name, text in files.items():
+            path = Path(tmp) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        client.log_artifacts(run_id, tmp)
+
+
+def write_run(
+    client: MlflowClient, experiment_id: str, record: RunRecord, parent_run_id: str | None = None
+) -> str:
+    """Create one complete run (or none: a failed write deletes what it created)."""
+    from mlflow.entities import Metric, Param
+
+    for stale in record.replaces:
+        with contextlib.suppress(Exception):  # already gone is fine
+            client.delete_run(stale)
+    tags = dict(record.tags)
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    run = client.create_run(
+        experiment_id, start_time=record.start_ms, tags=tags, run_name=record.run_name
+    )
+    run_id: str = run.info.run_id
+    try:
+        client.log_batch(
+            run_id,
+            metrics=[Metric(k, float(v), record.end_ms, 0) for k, v in record.metrics.items()],
+            params=[Param(k, v) for k, v in record.params.items()],
         )
-        run_id: str = run.info.run_id
-        try:
-            client.log_batch(
-                run_id,
-                metrics=[Metric(k, float(v), record.end_ms, 0) for k, v in record.metrics.items()],
-                params=[Param(k, v) for k, v in record.params.items()],
-                tags=[RunTag(k, v) for k, v in tags.items()],
-            )
-            with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
-                for name, text in record.artifacts.items():
-                    (Path(tmp) / name).write_text(text, encoding="utf-8")
-                client.log_artifacts(run_id, tmp)
-            client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
-        except BaseException:
-            with contextlib.suppress(Exception):  # leave no half-written run behind
-                client.delete_run(run_id)
-            raise
-        return run_id
+        log_texts(client, run_id, record.artifacts)
+        client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
+    except BaseException:
+        with contextlib.suppress(Exception):  # leave no half-written run behind
+            client.delete_run(run_id)
+        raise
+    return run_id
