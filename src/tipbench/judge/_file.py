@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tipbench._errors import ConfigError
 from tipbench.judge._scores import Scores
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 Criterion = Annotated[int, Field(ge=1, le=5)]
 Flag = Annotated[int, Field(ge=0, le=1)]
 
@@ -102,9 +102,13 @@ def read_judge_file(path: Path) -> JudgeFile:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f" at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else ""
-        raise ConfigError(f"{path}: not valid JSON{where} (truncated or edited badly?)") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno} "
+            "(truncated or edited badly?)"
+        ) from None
     if isinstance(raw, dict) and raw.get("schema_version") != SCHEMA_VERSION:
         raise ConfigError(
             f"{path}: schema_version {raw.get('schema_version')!r} is not supported "
