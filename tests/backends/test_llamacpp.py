@@ -1,0 +1,187 @@
+"""The embedded backend on the real SmolLM2-135M GGUF through llama.cpp (llama-cpp-python).
+
+Each generation costs seconds on a small machine, so token budgets stay small and one loaded
+model is shared by the tests that only generate.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tipbench import BackendError, GenerationFailed, ModelNotFound, ModelTooLarge
+from tipbench.backends import (
+    Backend,
+    BackendOptions,
+    GenerationRequest,
+    ModelSpec,
+    check_size,
+    open_backend,
+)
+from tipbench.backends._gguf import read_gguf_header
+from tipbench.collect import parse_tips, tips_schema
+from tipbench.suite import load_suite
+
+SMOLLM2 = ModelSpec.parse("llamacpp:smollm2-135m")
+TASKS = "Tasks:\n- write the quarterly report\n- call the dentist"
+
+
+def request(seed: int = 7, max_tokens: int = 32, temperature: float = 0.8) -> GenerationRequest:
+    return GenerationRequest(
+        messages=(
+            ("system", "You write short, concrete productivity tips."),
+            ("user", f"{TASKS}\nWrite one tip."),
+        ),
+        temperature=temperature,
+        seed=seed,
+        max_tokens=max_tokens,
+    )
+
+
+@pytest.fixture(scope="module")
+def loaded() -> Iterator[Backend]:
+    """The bundled model, loaded once for the tests that only generate."""
+    with open_backend(SMOLLM2) as backend:
+        yield backend
+
+
+def test_gguf_header_gives_parameter_count_and_name(smollm2_path: Path) -> None:
+    header = read_gguf_header(smollm2_path)
+    assert 134_000_000 < header.parameter_count < 135_000_000  # SmolLM2-135M: 134.5M
+    assert "smollm2" in header.name.lower()
+    assert header.metadata["general.architecture"] == "llama"
+
+
+def test_describe_reads_the_size_without_loading(smollm2_path: Path) -> None:
+    backend = open_backend(SMOLLM2)
+    info = backend.describe()
+    assert info.parameter_count == read_gguf_header(smollm2_path).parameter_count
+    assert "smollm2" in info.identity.lower()
+    assert backend._llm is None  # type: ignore[attr-defined]
+
+    by_path = open_backend(ModelSpec.parse(f"llamacpp:{smollm2_path}")).describe()
+    assert by_path == info  # the bundled name and its file are the same model
+
+
+def test_identity_changes_with_the_weights(smollm2_path: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "smollm2.gguf"
+    shutil.copyfile(smollm2_path, copy)
+    with copy.open("ab") as f:
+        f.write(b"\0" * 32)  # other weights behind the same header
+    original = open_backend(ModelSpec.parse(f"llamacpp:{smollm2_path}")).describe()
+    changed = open_backend(ModelSpec.parse(f"llamacpp:{copy}")).describe()
+    assert changed.identity != original.identity
+
+
+def test_size_guard_passes_at_the_default_limit_and_refuses_below() -> None:
+    info = open_backend(SMOLLM2).describe()
+    assert check_size(SMOLLM2, info, 4.0) == info.parameter_count
+
+    with pytest.raises(ModelTooLarge) as refused:
+        check_size(SMOLLM2, info, max_model_b=0.1)
+    message = str(refused.value)
+    assert "llamacpp:smollm2-135m" in message
+    assert "0.13B" in message and "0.1B" in message and "--max-model-b" in message
+
+
+def test_metadata_wins_over_a_declared_size() -> None:
+    declared = ModelSpec.parse("llamacpp:smollm2-135m@8B")
+    info = open_backend(declared).describe()
+    assert check_size(declared, info, 4.0) == info.parameter_count
+
+
+@pytest.mark.slow
+def test_same_seed_and_temperature_give_the_same_text(loaded: Backend) -> None:
+    first = loaded.generate(request(seed=11))
+    again = loaded.generate(request(seed=11))
+    assert first.text.strip()
+    assert again.text == first.text
+    assert first.completion_tokens > 0 and first.prompt_tokens > 0
+    assert first.structured is False
+
+    other = loaded.generate(request(seed=12))
+    assert other.text.strip() and other.completion_tokens > 0
+
+
+@pytest.mark.slow
+def test_schema_constrained_request_gives_the_requested_number_of_tips(loaded: Backend) -> None:
+    suite = load_suite()
+    scenario = suite.select_scenarios(1)[0]
+    answer = loaded.generate(
+        GenerationRequest(
+            messages=suite.prompt("v1").render(scenario, 2),
+            temperature=0.7,
+            seed=42,
+            max_tokens=120,
+            json_schema=tips_schema(2),
+        )
+    )
+    assert answer.structured is True
+    parsed = parse_tips(answer.text, 2)
+    assert len(parsed.tips) == 2
+    assert parsed.method in ("json", "partial-json")
+    if parsed.method == "json":
+        assert len(json.loads(answer.text)["tips"]) == 2
+
+
+@pytest.mark.slow
+def test_unload_frees_the_model_and_a_second_load_works() -> None:
+    backend = open_backend(SMOLLM2)
+    with backend:
+        assert backend._llm is not None  # type: ignore[attr-defined]
+        before = backend.generate(request(max_tokens=16)).text
+    assert backend._llm is None  # type: ignore[attr-defined]
+    backend.unload()  # unloading twice is harmless
+
+    backend.load()
+    try:
+        assert backend.generate(request(max_tokens=16)).text == before
+    finally:
+        backend.unload()
+    assert backend._llm is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_a_prompt_longer_than_the_context_fails_the_generation() -> None:
+    with open_backend(SMOLLM2, BackendOptions(n_ctx=128)) as backend:
+        long = GenerationRequest((("user", "plan my week " * 200),), 0.0, 1, 16)
+        with pytest.raises(GenerationFailed, match="context window"):
+            backend.generate(long)
+
+
+def test_unknown_bundled_name_is_not_found() -> None:
+    with pytest.raises(ModelNotFound, match=r"llamacpp:nope: not a bundled model \(smollm2-135m"):
+        open_backend(ModelSpec.parse("llamacpp:nope"))
+
+
+def test_missing_gguf_file_is_not_found(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.gguf"
+    with pytest.raises(ModelNotFound, match="no such file") as refused:
+        open_backend(ModelSpec.parse(f"llamacpp:{missing}"))
+    assert str(missing) in str(refused.value)
+
+
+def test_a_file_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "notes.gguf"
+    fake.write_text("these are not weights")
+    with pytest.raises(ModelNotFound, match="not a GGUF model file"):
+        open_backend(ModelSpec.parse(f"llamacpp:{fake}")).describe()
+
+
+@pytest.mark.slow
+def test_a_truncated_model_file_fails_to_load_with_a_backend_error(
+    smollm2_path: Path, tmp_path: Path
+) -> None:
+    """The header is intact (describe works) but the weights are cut off."""
+    truncated = tmp_path / "truncated.gguf"
+    with smollm2_path.open("rb") as src:
+        truncated.write_bytes(src.read(5_000_000))
+    backend = open_backend(ModelSpec.parse(f"llamacpp:{truncated}"))
+    assert backend.describe().parameter_count == read_gguf_header(smollm2_path).parameter_count
+    with pytest.raises(BackendError, match="cannot load"):
+        backend.load()
+    assert backend._llm is None  # type: ignore[attr-defined]
