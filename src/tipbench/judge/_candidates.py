@@ -42,6 +42,14 @@ def candidate_count(run: Run) -> int:
     return int(run.data.metrics.get("candidate_count", 0))
 
 
+def fetch_rubric(store: TrackingStore, run: Run) -> tuple[str, str]:
+    """The id and text of the rubric stored with a run (`rubric.md`)."""
+    with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
+        path = store.client.download_artifacts(run.info.run_id, "rubric.md", tmp)
+        text = Path(path).read_text(encoding="utf-8")
+    return run.data.tags.get("rubric", ""), text
+
+
 def fetch_candidates(store: TrackingStore, runs: Iterable[Run]) -> list[CellCandidates]:
     """Download `candidates.json` of each run (in parallel), in the order given."""
 

@@ -80,7 +80,12 @@ class JudgeFile(_Model):
         """Write the file atomically: a reader never sees half of it."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        data = self.model_dump(mode="json")
+        for item in data["items"]:
+            for candidate in item["candidates"]:
+                if candidate["previous"] is None:
+                    del candidate["previous"]
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(path)
 
 

@@ -1,0 +1,121 @@
+"""`tipbench judge …`: the human tier's file round trip, and the two tiers compared."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from tipbench.cli._judge_auto import auto_command
+from tipbench.collect import DEFAULT_EXPERIMENT
+from tipbench.judge import (
+    apply_judge_file,
+    export_disagreements,
+    export_pending,
+    scored_pairs,
+    tier_agreement,
+)
+from tipbench.tracking import TrackingStore
+
+experiment_option = click.option(
+    "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
+)
+tracking_option = click.option(
+    "--tracking-uri", envvar="MLFLOW_TRACKING_URI", default=None,
+    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
+)  # fmt: skip
+
+
+@click.group("judge")
+def judge_group() -> None:
+    """Score candidates: a human through a judge file, or an automatic LLM judge."""
+
+
+judge_group.add_command(auto_command)
+
+
+@judge_group.command("export")
+@experiment_option
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@tracking_option
+def export_command(experiment: str, out: Path, tracking_uri: str | None) -> None:
+    """Write every run still waiting for the human judge into one JSON file."""
+    result = export_pending(TrackingStore(tracking_uri), experiment, out)
+    click.echo(f"exported {result.runs} runs ({result.candidates} candidates) to {result.path}")
+    if result.runs:
+        click.echo(
+            f"fill in the scores, then: tipbench judge apply --experiment {experiment} {out}"
+        )
+
+
+@judge_group.command("apply")
+@experiment_option
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--judge", default=None, help="Who scored [default: the file's judge, else $USER].")
+@tracking_option
+def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: str | None) -> None:
+    """Validate a judge file as a whole, then record the scores of completely scored runs."""
+    result = apply_judge_file(TrackingStore(tracking_uri), experiment, file, judge)
+    click.echo(
+        f"applied {result.applied} runs, {result.unchanged} unchanged, "
+        f"{result.incomplete} not completely scored yet"
+    )
+    for run_id, error in result.failed:
+        click.echo(f"  not written: run {run_id}: {error}", err=True)
+    sys.exit(1 if result.failed else 0)
+
+
+@judge_group.command("agreement")
+@experiment_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@tracking_option
+def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> None:
+    """How well the automatic judge agrees with the human, per criterion."""
+    pairs = scored_pairs(TrackingStore(tracking_uri), experiment)
+    figures = tier_agreement(pairs)
+    if fmt == "json":
+        data = {name: vars(a) for name, a in figures.items()}
+        click.echo(json.dumps({"experiment": experiment, "candidates": len(pairs), **data}))
+        return
+    if not pairs:
+        click.echo(f"no candidate of {experiment!r} is scored by both tiers yet")
+        return
+    table = Table(title=f"{experiment}: human vs auto judge ({len(pairs)} candidates)")
+    for column in ("criterion", "n", "weighted κ", "Krippendorff α", "exact", "within 1"):
+        table.add_column(column, justify="left" if column == "criterion" else "right")
+    for name, a in figures.items():
+        table.add_row(
+            name, str(a.n), _fmt(a.kappa), _fmt(a.alpha), f"{a.exact:.0%}", f"{a.within_1:.0%}"
+        )
+    Console().print(table)
+
+
+@judge_group.command("disagreements")
+@experiment_option
+@click.option(
+    "--delta",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Queue candidates whose tiers differ by more than this on any score.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@tracking_option
+def disagreements_command(
+    experiment: str, delta: float, out: Path, tracking_uri: str | None
+) -> None:
+    """Write the candidates where the tiers disagree, as a judge file to re-score."""
+    result = export_disagreements(TrackingStore(tracking_uri), experiment, delta, out)
+    click.echo(
+        f"{result.candidates} candidates in {result.runs} runs differ by more than {delta:g}: "
+        f"wrote {result.path}"
+    )
+
+
+def _fmt(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.2f}"

@@ -1,0 +1,87 @@
+"""The two tiers side by side: agreement per criterion, and the disagreement queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tipbench.judge._agreement import Agreement, agreement
+from tipbench.judge._candidates import fetch_candidates, judgeable_runs
+from tipbench.judge._file import CandidateScores
+from tipbench.judge._human import ExportResult, judge_file_for
+from tipbench.judge._scores import Scores, decode_scores, scores_tag
+from tipbench.suite import CRITERIA, SCORE_NAMES
+from tipbench.tracking import TrackingStore
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+
+@dataclass(frozen=True)
+class ScoredPair:
+    """One candidate scored by both tiers."""
+
+    run: Run
+    candidate_id: str
+    human: Scores
+    auto: Scores
+
+    def difference(self) -> int:
+        """The largest absolute difference over the criteria and flags."""
+        h, a = self.human.as_dict(), self.auto.as_dict()
+        return max(abs(h[name] - a[name]) for name in SCORE_NAMES)
+
+
+def scored_pairs(store: TrackingStore, experiment: str) -> list[ScoredPair]:
+    """Every candidate of the experiment that both tiers have scored (one search)."""
+    experiment_id = store.experiment_id(experiment)
+    pairs = []
+    for run in judgeable_runs(store, experiment_id):
+        human = decode_scores(run.data.tags.get(scores_tag("human")))
+        auto = decode_scores(run.data.tags.get(scores_tag("auto")))
+        pairs += [ScoredPair(run, cid, human[cid], auto[cid]) for cid in human if cid in auto]
+    return pairs
+
+
+def tier_agreement(pairs: list[ScoredPair]) -> dict[str, Agreement]:
+    """Per criterion (1–5) and flag (0/1): κ, α, exact and within-1 agreement, with counts."""
+    result = {}
+    for name in SCORE_NAMES:
+        labels = (1, 2, 3, 4, 5) if name in CRITERIA else (0, 1)
+        human = [getattr(p.human, name) for p in pairs]
+        auto = [getattr(p.auto, name) for p in pairs]
+        result[name] = agreement(human, auto, labels)
+    return result
+
+
+def export_disagreements(
+    store: TrackingStore, experiment: str, delta: float, out: Path
+) -> ExportResult:
+    """Write the candidates whose tiers differ by more than `delta` for a human re-score.
+
+    The file has the judge-file format; each candidate carries both tiers' scores under
+    `previous`, its scores are empty to re-score (flags keep the human's values), and
+    `apply` merges them over the run's other human scores.
+    """
+    pairs = [p for p in scored_pairs(store, experiment) if p.difference() > delta]
+    by_run: dict[str, list[ScoredPair]] = {}
+    for pair in pairs:
+        by_run.setdefault(pair.run.info.run_id, []).append(pair)
+    runs = [pairs_of[0].run for pairs_of in by_run.values()]
+    cells = fetch_candidates(store, runs)
+    judge_file = judge_file_for(store, experiment, runs, cells)
+    for item in judge_file.items:
+        wanted = {p.candidate_id: p for p in by_run[item.run_id]}
+        item.candidates = [c for c in item.candidates if c.id in wanted]
+        for candidate in item.candidates:
+            pair = wanted[candidate.id]
+            candidate.previous = {
+                "human": CandidateScores.of(pair.human),
+                "auto": CandidateScores.of(pair.auto),
+            }
+            candidate.scores = CandidateScores(
+                format_ok=pair.human.format_ok, overlong=pair.human.overlong
+            )
+    judge_file.dump(out)
+    return ExportResult(out, len(judge_file.items), len(pairs))
