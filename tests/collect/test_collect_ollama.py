@@ -277,11 +277,6 @@ def test_a_cell_that_keeps_failing_is_recorded_failed_and_the_grid_goes_on(
     assert store.parent().info.status == "FINISHED"  # the same parent, reopened
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collect/_runner.py counts only attempts that returned output: a cell whose every "
-    "attempt failed with an HTTP error is logged with attempts=1",
-)
 def test_a_failed_cell_records_how_often_it_was_tried(server: FakeOllama, sqlite_uri: str) -> None:
     server.fail_next(503, count=2)
     config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1)
@@ -384,11 +379,6 @@ class CtrlCDuringLoad(FakeOllama):
             os.kill(os.getpid(), signal.SIGINT)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collect/_runner.py loads the model before its try/finally: Ctrl-C during the load "
-    "leaves the model resident in Ollama",
-)
 def test_ctrl_c_while_the_model_loads_still_unloads_it(sqlite_uri: str) -> None:
     with CtrlCDuringLoad(MODELS) as server:
         with pytest.raises(KeyboardInterrupt):

@@ -1,4 +1,8 @@
-"""A response cache: an identical request to the same model is never generated twice."""
+"""A response cache: an identical request to the same model is never generated twice.
+
+An answer is stored under the key of the cell's first request, with the number of attempts
+it took (a retry after unusable output moves the seed on), so a replay reports the same.
+"""
 
 from __future__ import annotations
 
@@ -25,29 +29,30 @@ class ResponseCache:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
+            "CREATE TABLE IF NOT EXISTS responses_v2 (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
             " prompt_tokens INTEGER, completion_tokens INTEGER, structured INTEGER,"
-            " latency_s REAL, created TEXT DEFAULT CURRENT_TIMESTAMP)"
+            " latency_s REAL, attempts INTEGER NOT NULL DEFAULT 1,"
+            " created TEXT DEFAULT CURRENT_TIMESTAMP)"
         )
 
-    def get(self, key: str) -> tuple[Generation, float] | None:
-        """The cached generation and the latency it originally took, if any."""
+    def get(self, key: str) -> tuple[Generation, float, int] | None:
+        """The cached generation, the latency and the attempts it originally took, if any."""
         with self._lock:
             row = self._db.execute(
-                "SELECT text, prompt_tokens, completion_tokens, structured, latency_s"
-                " FROM responses WHERE key = ?",
+                "SELECT text, prompt_tokens, completion_tokens, structured, latency_s, attempts"
+                " FROM responses_v2 WHERE key = ?",
                 (key,),
             ).fetchone()
         if row is None:
             return None
-        return Generation(row[0], row[1], row[2], bool(row[3])), row[4]
+        return Generation(row[0], row[1], row[2], bool(row[3])), row[4], row[5]
 
-    def put(self, key: str, generation: Generation, latency_s: float) -> None:
+    def put(self, key: str, generation: Generation, latency_s: float, attempts: int = 1) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses"
-                " (key, text, prompt_tokens, completion_tokens, structured, latency_s)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO responses_v2"
+                " (key, text, prompt_tokens, completion_tokens, structured, latency_s, attempts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     generation.text,
@@ -55,6 +60,7 @@ class ResponseCache:
                     generation.completion_tokens,
                     int(generation.structured),
                     latency_s,
+                    attempts,
                 ),
             )
 

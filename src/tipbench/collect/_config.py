@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -40,8 +41,10 @@ class CollectConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=16, le=8192)
     diversity: bool = False
     concurrency: int = Field(default=1, ge=1, le=32)
-    ollama_url: str = DEFAULT_OLLAMA_URL
-    openai_base_url: str | None = None
+    ollama_url: str = Field(
+        default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_URL)
+    )
+    openai_base_url: str | None = Field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL"))
     suite: str | None = None
     use_cache: bool = True
 

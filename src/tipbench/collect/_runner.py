@@ -86,7 +86,7 @@ def collect(
     scenarios = suite.select_scenarios(config.n_scenarios)
     backends = _preflight(config)
     cells = plan_grid(
-        [(b.spec, b.describe().identity) for b in backends],
+        [(backend.spec, identity) for backend, identity in backends],
         prompts,
         scenarios,
         n_tips=config.n_tips,
@@ -137,7 +137,7 @@ def collect(
 
     block = _Block(config, retry or RetryPolicy(), cache, record, progress, result.model_loads)
     try:
-        for backend in backends:
+        for backend, _ in backends:
             block.run(backend, [cell for cell in pending if cell.model == backend.spec])
     except KeyboardInterrupt:
         result.interrupted = True
@@ -161,8 +161,11 @@ def collect(
     return result
 
 
-def _preflight(config: CollectConfig) -> list[Backend]:
-    """Open every model's backend and apply the size guard before anything is generated."""
+def _preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
+    """Open every model's backend and apply the size guard before anything is generated.
+
+    Returns each backend with its model's identity (which changes with the weights).
+    """
     options = BackendOptions(
         ollama_url=config.ollama_url,
         openai_base_url=config.openai_base_url or DEFAULT_OPENAI_BASE_URL,
@@ -170,8 +173,9 @@ def _preflight(config: CollectConfig) -> list[Backend]:
     backends = []
     for spec in config.model_specs():
         backend = open_backend(spec, options)
-        check_size(spec, backend.describe(), config.max_model_b, config.allow_unknown_size)
-        backends.append(backend)
+        info = backend.describe()
+        check_size(spec, info, config.max_model_b, config.allow_unknown_size)
+        backends.append((backend, info.identity))
     return backends
 
 
@@ -211,14 +215,15 @@ class _Block:
         if not todo:
             return
         self.progress.note(f"loading {backend.spec}")
-        try:
-            call_with_retries(lambda _: backend.load(), self.retry)
-        except BackendError as exc:
-            for cell in todo:
-                self.record(CellOutcome(cell, error=f"load failed: {exc}", finished_at=time.time()))
-            return
-        self.loads[str(backend.spec)] += 1
-        try:
+        try:  # unload even when Ctrl-C comes during the load
+            try:
+                call_with_retries(lambda _: backend.load(), self.retry)
+            except BackendError as exc:
+                for cell in todo:
+                    failed = CellOutcome(cell, error=f"load failed: {exc}", finished_at=time.time())
+                    self.record(failed)
+                return
+            self.loads[str(backend.spec)] += 1
             if backend.parallel_requests and self.config.concurrency > 1:
                 with ThreadPoolExecutor(self.config.concurrency) as pool:
                     try:
@@ -243,17 +248,20 @@ class _Block:
         hit = self.cache.get(request_key(cell.model_identity, cell.request()))
         if hit is None:
             return None
-        generation, latency = hit
+        generation, latency, attempts = hit
         parsed = parse_tips(generation.text, cell.n_tips)
         return CellOutcome(
-            cell, parsed.tips, parsed.method, generation, latency, 1, True, None, time.time()
+            cell, parsed.tips, parsed.method, generation, latency, attempts, True, None, time.time()
         )
 
     def _generate(self, backend: Backend, cell: Cell) -> CellOutcome:
         """Generate and parse one cell, retrying transient failures and unusable output."""
-        tries: list[CellOutcome] = []
+        tries: list[CellOutcome] = []  # attempts that returned output
+        attempts = 0
 
         def attempt(number: int) -> CellOutcome:
+            nonlocal attempts
+            attempts = number
             started = time.perf_counter()
             generation = backend.generate(cell.request(number))
             latency = time.perf_counter() - started
@@ -279,11 +287,11 @@ class _Block:
             return CellOutcome(
                 cell,
                 generation=tries[-1].generation if tries else None,
-                attempts=max(len(tries), 1),
+                attempts=attempts,
                 error=str(exc),
                 finished_at=time.time(),
             )
         if self.cache is not None and outcome.generation is not None:
             key = request_key(cell.model_identity, cell.request())
-            self.cache.put(key, outcome.generation, outcome.latency_s)
+            self.cache.put(key, outcome.generation, outcome.latency_s, outcome.attempts)
         return outcome
