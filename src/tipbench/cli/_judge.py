@@ -79,7 +79,9 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     pairs = scored_pairs(TrackingStore(tracking_uri), experiment)
     figures = tier_agreement(pairs)
     if fmt == "json":
-        data = {name: vars(a) for name, a in figures.items()}
+        data = {
+            name: {k: _json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
+        }
         click.echo(json.dumps({"experiment": experiment, "candidates": len(pairs), **data}))
         return
     if not pairs:
@@ -115,6 +117,10 @@ def disagreements_command(
         f"{result.candidates} candidates in {result.runs} runs differ by more than {delta:g}: "
         f"wrote {result.path}"
     )
+
+
+def _json_number(value: float) -> float | None:
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _fmt(value: float) -> str:
