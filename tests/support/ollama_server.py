@@ -9,7 +9,8 @@ itself checked with the official ``ollama`` Python client in ``test_ollama_serve
 Like real Ollama, loading a model never evicts another one: a model stays resident until a
 request with ``keep_alive`` 0 unloads it (resident models do not expire on their own; tests are
 shorter than any realistic ``keep_alive``). ``max_resident`` therefore shows whether a client
-really unloads. Answers are deterministic tips derived from the last user message. Faults
+really unloads. Answers are deterministic tips derived from the last user message (or, for a
+``format`` schema with integer properties such as a judge's scores, in-range integers). Faults
 (HTTP errors, delays, unparsable content) can be queued for retry tests.
 
 Only the standard library is used.
@@ -108,11 +109,34 @@ def tip_count(fmt: Any, text: str) -> int:
     return int(match.group(1)) if match and int(match.group(1)) > 0 else 3
 
 
+def integer_answer(fmt: Any, text: str) -> dict[str, int] | None:
+    """For a ``format`` schema with integer properties (a judge's scores): a deterministic
+    value within each one's ``enum`` or ``minimum``..``maximum``, derived from ``text``."""
+    properties = fmt.get("properties") if isinstance(fmt, dict) else None
+    if not isinstance(properties, dict):
+        return None
+    values = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, dict) or prop.get("type") != "integer":
+            continue
+        choices = prop.get("enum") or list(
+            range(int(prop.get("minimum", 0)), int(prop.get("maximum", 9)) + 1)
+        )
+        digest = hashlib.sha256(f"{name}\n{text}".encode()).digest()
+        values[name] = int(choices[digest[0] % len(choices)])
+    return values or None
+
+
 def answer(messages: list[dict[str, Any]], fmt: Any) -> str:
-    """Deterministic tips for the last user message: JSON when ``format`` is set, else lines."""
+    """Deterministic tips for the last user message: JSON when ``format`` is set, else lines.
+
+    A ``format`` schema with integer properties gets a JSON object of in-range integers.
+    """
     last = next(
         (str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), ""
     )
+    if (integers := integer_answer(fmt, last)) is not None:
+        return json.dumps(integers)
     tasks = tasks_from(last)
     tips = [
         TEMPLATES[i % len(TEMPLATES)].format(task=tasks[i % len(tasks)])

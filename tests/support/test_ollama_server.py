@@ -217,3 +217,24 @@ def test_chat_streams_ndjson_by_default_like_ollama(server: FakeOllama) -> None:
     lines = [json.loads(line) for line in response.text.splitlines()]
     assert lines[-1]["done"] is True and not lines[0]["done"]
     assert server.requests[0].get("stream") is None
+
+
+def test_schema_with_integer_properties_gets_in_range_integers(client: ollama.Client) -> None:
+    scores = {
+        "type": "object",
+        "properties": {
+            "relevance": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+            "format_ok": {"type": "integer", "enum": [0, 1]},
+            "count": {"type": "integer", "minimum": 10, "maximum": 12},
+        },
+        "required": ["relevance", "format_ok", "count"],
+    }
+    answers = [
+        json.loads(client.chat(QWEN, messages=user(text), format=scores).message.content or "")
+        for text in ("Score this tip.", "Score this tip.", "Score another tip.", "And a third.")
+    ]
+    assert answers[0] == answers[1]  # deterministic
+    for answer in answers:
+        assert set(answer) == {"relevance", "format_ok", "count"}
+        assert answer["relevance"] in range(1, 6) and answer["format_ok"] in (0, 1)
+        assert answer["count"] in (10, 11, 12)

@@ -1,9 +1,10 @@
-"""Progress for long grids: a live bar on a terminal, plain lines in logs."""
+"""Progress for long jobs (a grid, a judging pass): a live bar on a terminal, lines in logs."""
 
 from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import Self
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -11,8 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tipbench.collect import CellOutcome
 
 
-class CellProgress:
-    """A `CollectProgress` that draws on stderr; use as a context manager."""
+class _BarProgress:
+    """A bar on stderr (a terminal) or plain lines (logs); use as a context manager."""
+
+    title = ""  # shown before the bar
+    unit = "items"  # what the bar counts
+    done_word = "done"  # "resuming: 3 of 8 <unit> already <done_word>"
 
     def __init__(self) -> None:
         self.console = Console(stderr=True)
@@ -20,7 +25,7 @@ class CellProgress:
         self.done = 0
         self.total = 0
         self._bar = Progress(
-            TextColumn("[bold]collect"),
+            TextColumn(f"[bold]{self.title}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
@@ -30,7 +35,7 @@ class CellProgress:
         )
         self._task = self._bar.add_task("", total=None)
 
-    def __enter__(self) -> CellProgress:
+    def __enter__(self) -> Self:
         self._bar.start()
         return self
 
@@ -46,15 +51,14 @@ class CellProgress:
         self.total, self.done = total, done
         self._bar.update(self._task, total=total, completed=done)
         if done:
-            self._line(f"resuming: {done} of {total} cells already recorded")
+            self._line(f"resuming: {done} of {total} {self.unit} already {self.done_word}")
 
-    def advance(self, outcome: CellOutcome) -> None:
-        self.done += 1
-        status = "ok" if outcome.ok else f"FAILED: {outcome.error}"
-        cached = " (cached)" if outcome.cached else ""
-        self._bar.update(self._task, advance=1, description=outcome.cell.name)
-        if not self.live or not outcome.ok:
-            self._line(f"[{self.done}/{self.total}] {outcome.cell.name} {status}{cached}")
+    def _step(self, label: str, error: str | None, suffix: str = "", count: int = 1) -> None:
+        self.done += count
+        status = "ok" if error is None else f"FAILED: {error}"
+        self._bar.update(self._task, advance=count, description=label)
+        if not self.live or error is not None:
+            self._line(f"[{self.done}/{self.total}] {label} {status}{suffix}")
 
     def note(self, message: str) -> None:
         self._bar.update(self._task, description=message)
@@ -63,3 +67,21 @@ class CellProgress:
 
     def _line(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
+
+
+class CellProgress(_BarProgress):
+    """A `CollectProgress`: one step per cell."""
+
+    title, unit, done_word = "collect", "cells", "recorded"
+
+    def advance(self, outcome: CellOutcome) -> None:
+        self._step(outcome.cell.name, outcome.error, " (cached)" if outcome.cached else "")
+
+
+class JudgeProgress(_BarProgress):
+    """An `AutoJudgeProgress`: one step per candidate."""
+
+    title, unit, done_word = "judge", "candidates", "judged"
+
+    def advance(self, label: str, error: str | None = None, count: int = 1) -> None:
+        self._step(label, error, count=count)

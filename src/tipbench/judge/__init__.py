@@ -6,6 +6,13 @@ from tipbench.judge._agreement import (
     krippendorff_alpha_ordinal,
     quadratic_weighted_kappa,
 )
+from tipbench.judge._auto import (
+    DEFAULT_JUDGE_MODEL,
+    AutoJudgeProgress,
+    AutoJudgeResult,
+    auto_judge,
+)
+from tipbench.judge._auto_prompt import judge_messages, parse_scores, score_schema
 from tipbench.judge._file import SCHEMA_VERSION, JudgeFile, json_schema, read_judge_file
 from tipbench.judge._human import (
     ApplyResult,
@@ -18,10 +25,13 @@ from tipbench.judge._scores import TIERS, Scores, Tier, decode_scores, metric_na
 from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
 
 __all__ = [
+    "DEFAULT_JUDGE_MODEL",
     "SCHEMA_VERSION",
     "TIERS",
     "Agreement",
     "ApplyResult",
+    "AutoJudgeProgress",
+    "AutoJudgeResult",
     "ExportResult",
     "JudgeFile",
     "ScoredPair",
@@ -29,15 +39,19 @@ __all__ = [
     "Tier",
     "agreement",
     "apply_judge_file",
+    "auto_judge",
     "decode_scores",
     "default_judge",
     "export_disagreements",
     "export_pending",
     "json_schema",
+    "judge_messages",
     "krippendorff_alpha_ordinal",
     "metric_name",
+    "parse_scores",
     "quadratic_weighted_kappa",
     "read_judge_file",
+    "score_schema",
     "scored_pairs",
     "tier_agreement",
 ]

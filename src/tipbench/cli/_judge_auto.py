@@ -1,0 +1,102 @@
+"""`tipbench judge auto`: the automatic judge tier over an experiment's cell runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from tipbench.backends import DEFAULT_OLLAMA_URL
+from tipbench.cli._progress import JudgeProgress
+from tipbench.collect import DEFAULT_EXPERIMENT
+from tipbench.judge import DEFAULT_JUDGE_MODEL, AutoJudgeResult, auto_judge
+from tipbench.tracking import TrackingStore
+
+
+@click.command("auto")
+@click.option(
+    "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
+)
+@click.option(
+    "--judge-model",
+    default=DEFAULT_JUDGE_MODEL,
+    show_default=True,
+    help="The judge's model spec: llamacpp:NAME|PATH.gguf, ollama:TAG, openai:MODEL.",
+)
+@click.option(
+    "--max-model-b",
+    type=float,
+    default=4.0,
+    show_default=True,
+    help="Refuse judge models above this many billion parameters.",
+)
+@click.option(
+    "--allow-unknown-size", is_flag=True, help="Run a judge whose size no metadata tells."
+)
+@click.option("--rejudge", is_flag=True, help="Judge already auto-judged runs again (new version).")
+@click.option(
+    "--suite",
+    type=click.Path(),
+    default=None,
+    help="The suite the runs were collected with, for its rubric [default: bundled 'tips'].",
+)
+@click.option("--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL, show_default=True)
+@click.option(
+    "--openai-base-url",
+    envvar="OPENAI_BASE_URL",
+    default=None,
+    help="Base URL of an OpenAI-compatible server (…/v1).",
+)
+@click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    default=None,
+    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
+)
+def auto_command(
+    experiment: str,
+    judge_model: str,
+    max_model_b: float,
+    allow_unknown_size: bool,
+    rejudge: bool,
+    suite: str | None,
+    ollama_url: str,
+    openai_base_url: str | None,
+    tracking_uri: str | None,
+) -> None:
+    """Score every candidate with an LLM judge against the rubric (auto_* metrics).
+
+    Human scores are never touched. Re-running resumes: judged runs are skipped, failed
+    ones retried.
+    """
+    with JudgeProgress() as progress:
+        result = auto_judge(
+            TrackingStore(tracking_uri),
+            experiment,
+            judge_model,
+            max_model_b=max_model_b,
+            allow_unknown_size=allow_unknown_size,
+            ollama_url=ollama_url,
+            openai_base_url=openai_base_url,
+            suite=suite,
+            progress=progress,
+            rejudge=rejudge,
+        )
+    report(result)
+    sys.exit(result.exit_code)
+
+
+def report(result: AutoJudgeResult) -> None:
+    """Print what was judged, what failed and where the scores are."""
+    out = click.echo
+    runs = "run" if result.total == 1 else "runs"
+    out(
+        f"{result.total} {runs}: {result.skipped} already auto-judged, {result.judged} judged "
+        f"({result.candidates} candidates), {len(result.failed)} failed"
+    )
+    for run, error in result.failed:
+        out(f"  failed: {run}: {error}", err=True)
+    for run, error in result.unwritten:
+        out(f"  not written to MLflow (re-run to retry): {run}: {error}", err=True)
+    out(f"judge model: {result.judge_model} (loaded {result.model_loads}×)")
+    out(f"experiment '{result.experiment}' at {result.tracking_uri}")

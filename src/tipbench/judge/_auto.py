@@ -1,0 +1,299 @@
+"""The automatic judge tier: an LLM on any backend scores every candidate against the rubric.
+
+One judge model is loaded once (after the size guard), scores each candidate of each run
+still without automatic scores at temperature 0 with schema-constrained JSON, and is
+unloaded at the end, on error and on Ctrl-C. A run's scores are written (off the hot path)
+only when all its candidates are scored; a run whose judging fails gets the error as its
+`auto_judge_error` tag and is retried by the next run of the judge. Human scores are never
+touched: the automatic tier has its own metrics and tags (see `_scores`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from tipbench._errors import BackendError, ConfigError, GenerationFailed, TrackingError
+from tipbench.backends import (
+    Backend,
+    BackendOptions,
+    GenerationRequest,
+    ModelSpec,
+    RetryPolicy,
+    call_with_retries,
+    check_size,
+    open_backend,
+)
+from tipbench.judge._auto_prompt import judge_messages, parse_scores, score_schema
+from tipbench.judge._candidates import (
+    CellCandidates,
+    candidate_count,
+    fetch_candidates,
+    judgeable_runs,
+)
+from tipbench.judge._record import record_scores
+from tipbench.judge._scores import Scores, scores_tag, version_tag
+from tipbench.suite import Rubric, load_suite
+from tipbench.tracking import BackgroundWriter, TrackingStore, WriteJob, short_error
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+    from mlflow.entities import Run
+
+DEFAULT_JUDGE_MODEL = "llamacpp:smollm2-135m"
+JUDGE_TEMPERATURE = 0.0
+JUDGE_SEED = 42
+#: An answer is ~40 tokens; the schema's grammar still allows some whitespace.
+JUDGE_MAX_TOKENS = 64
+#: The rubric alone is ~1,500 tokens.
+JUDGE_N_CTX = 4096
+#: A retry after unparsable output samples (with the next seed): at temperature 0 the
+#: same request would give the same answer again. Such candidates are listed in a tag.
+RESAMPLE_TEMPERATURE = 0.3
+
+ERROR_TAG = "auto_judge_error"
+RESAMPLED_TAG = "auto_judge_resampled"
+_ERROR_CHARS = 1000
+
+
+class AutoJudgeProgress(Protocol):
+    """Receives progress per candidate (the CLI draws a bar from it)."""
+
+    def begin(self, total: int, done: int) -> None: ...
+    def advance(self, label: str, error: str | None = None, count: int = 1) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+class _Silent:
+    def begin(self, total: int, done: int) -> None: ...
+    def advance(self, label: str, error: str | None = None, count: int = 1) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+@dataclass
+class AutoJudgeResult:
+    """What a judging pass did; `exit_code` is 0 only if every pending run was judged."""
+
+    experiment: str
+    tracking_uri: str
+    judge_model: str
+    total: int  # judgeable runs
+    skipped: int = 0  # already auto-judged
+    judged: int = 0
+    candidates: int = 0  # candidates scored in this pass
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (run name, error)
+    unwritten: list[tuple[str, str]] = field(default_factory=list)  # (run name, error)
+    model_loads: int = 0
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed or self.unwritten else 0
+
+
+def auto_judge(
+    store: TrackingStore,
+    experiment: str,
+    judge_model: str = DEFAULT_JUDGE_MODEL,
+    *,
+    max_model_b: float = 4.0,
+    allow_unknown_size: bool = False,
+    ollama_url: str | None = None,
+    openai_base_url: str | None = None,
+    suite: str | Path | None = None,
+    retry: RetryPolicy | None = None,
+    progress: AutoJudgeProgress | None = None,
+    rejudge: bool = False,
+) -> AutoJudgeResult:
+    """Score every candidate of the experiment's runs that have no automatic scores yet.
+
+    Args:
+        store: The MLflow store the experiment lives in.
+        experiment: The experiment's name.
+        judge_model: A model spec; the size guard applies as for collect.
+        max_model_b: Refuse judge models above this many billion parameters.
+        allow_unknown_size: Accept a judge model whose size no metadata tells.
+        ollama_url: Ollama server [default: `$OLLAMA_HOST`, else localhost].
+        openai_base_url: OpenAI-compatible server [default: `$OPENAI_BASE_URL`, else localhost].
+        suite: The suite whose rubric the runs were collected under [default: bundled].
+        retry: Retries of transient failures and unparsable answers, per candidate.
+        progress: Receives progress per candidate.
+        rejudge: Judge runs that already have automatic scores again (a new version).
+
+    Raises:
+        TipbenchError: for bad input (experiment, model, size, a run collected under another
+            rubric) before the judge model is loaded, or when the store cannot be used.
+        BackendError: the judge model could not be loaded, after retries (nothing written).
+    """
+    if max_model_b <= 0:
+        raise ConfigError(f"max_model_b must be above 0, not {max_model_b:g}")
+    progress = progress or _Silent()
+    retry = retry or RetryPolicy()
+    spec = ModelSpec.parse(judge_model)
+    backend = open_backend(spec, _options(ollama_url, openai_base_url))
+    experiment_id = store.experiment_id(experiment)
+    runs = judgeable_runs(store, experiment_id)
+    pending = sorted(
+        (run for run in runs if rejudge or scores_tag("auto") not in run.data.tags),
+        key=lambda run: run.info.run_name or run.info.run_id,
+    )
+    rubric = _rubric_for(pending, suite)
+    check_size(spec, backend.describe(), max_model_b, allow_unknown_size)
+
+    result = AutoJudgeResult(experiment, store.uri, str(spec), len(runs), len(runs) - len(pending))
+    waiting = {run.info.run_id for run in pending}
+    progress.begin(
+        sum(candidate_count(run) for run in runs),
+        sum(candidate_count(run) for run in runs if run.info.run_id not in waiting),
+    )
+    if not pending:
+        return result
+    progress.note(f"downloading the candidates of {len(pending)} runs")
+    try:
+        cells = fetch_candidates(store, pending)
+    except Exception as exc:
+        raise TrackingError(f"cannot read candidates at {store.uri}: {short_error(exc)}") from None
+
+    judge = _Judge(backend, rubric.text(), retry, progress)
+    writer = BackgroundWriter(store)
+    try:
+        progress.note(f"loading {spec}")
+        call_with_retries(lambda _: backend.load(), retry)
+        result.model_loads += 1
+        for run, cell in zip(pending, cells, strict=True):
+            name = run.info.run_name or run.info.run_id
+            verdict = judge.cell(name, cell)
+            if verdict.error is not None:
+                result.failed.append((name, verdict.error))
+                writer.submit(name, _write_error(run.info.run_id, verdict.error))
+            else:
+                result.judged += 1
+                result.candidates += len(verdict.scores)
+                writer.submit(name, _write_scores(run, verdict, str(spec)))
+    except KeyboardInterrupt:
+        result.interrupted = True
+        raise
+    finally:
+        progress.note(f"unloading {spec}")
+        try:
+            backend.unload()
+        except BackendError as exc:
+            progress.note(f"could not unload {spec}: {exc}")
+        progress.note("writing the last scores to MLflow")
+        result.unwritten = [(f.label, f.error) for f in writer.close()]
+    return result
+
+
+def _options(ollama_url: str | None, openai_base_url: str | None) -> BackendOptions:
+    defaults = BackendOptions(n_ctx=JUDGE_N_CTX)
+    return BackendOptions(
+        ollama_url=ollama_url or defaults.ollama_url,
+        openai_base_url=openai_base_url or defaults.openai_base_url,
+        n_ctx=JUDGE_N_CTX,
+    )
+
+
+def _rubric_for(runs: list[Run], suite: str | Path | None) -> Rubric:
+    """The suite's rubric, if it is the one every run was collected under.
+
+    Raises:
+        ConfigError: a run names another rubric (the judge would score against the wrong one).
+    """
+    loaded = load_suite(suite)
+    for run in runs:
+        wanted = run.data.tags.get("rubric", "")
+        if wanted != loaded.rubric.id:
+            raise ConfigError(
+                f"run {run.info.run_name or run.info.run_id} was collected under rubric "
+                f"{wanted!r}, but suite {loaded.label} has rubric {loaded.rubric.id!r}: "
+                "pass --suite with the suite that has it"
+            )
+    return loaded.rubric
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """One run's judging: every candidate's scores, or the error that stopped it."""
+
+    scores: dict[str, Scores] = field(default_factory=dict)
+    resampled: dict[str, tuple[float, int]] = field(default_factory=dict)  # id -> (temp, seed)
+    error: str | None = None
+
+
+@dataclass
+class _Judge:
+    backend: Backend
+    rubric_text: str
+    retry: RetryPolicy
+    progress: AutoJudgeProgress
+
+    def cell(self, name: str, cell: CellCandidates) -> _Verdict:
+        """Score a run's candidates one by one; stop at the first that cannot be scored."""
+        if not cell.candidates:
+            return _Verdict(error="the run has no candidates")
+        scores: dict[str, Scores] = {}
+        resampled: dict[str, tuple[float, int]] = {}
+        for index, candidate in enumerate(cell.candidates):
+            cid = str(candidate["id"])
+            try:
+                scores[cid], (temperature, seed) = self._score(cell, candidate)
+            except BackendError as exc:
+                error = f"candidate {cid}: {exc}"
+                self.progress.advance(f"{name} {cid}", error, len(cell.candidates) - index)
+                return _Verdict(error=error)
+            if temperature != JUDGE_TEMPERATURE:
+                resampled[cid] = (temperature, seed)
+            self.progress.advance(f"{name} {cid}")
+        return _Verdict(scores, resampled)
+
+    def _score(
+        self, cell: CellCandidates, candidate: dict[str, object]
+    ) -> tuple[Scores, tuple[float, int]]:
+        """One candidate's scores and the (temperature, seed) that gave them, with retries."""
+        messages = judge_messages(self.rubric_text, cell.scenario, candidate)
+        schema = score_schema()
+        temperature = JUDGE_TEMPERATURE
+
+        def attempt(number: int) -> tuple[Scores, tuple[float, int]]:
+            nonlocal temperature
+            seed = JUDGE_SEED + number - 1
+            request = GenerationRequest(messages, temperature, seed, JUDGE_MAX_TOKENS, schema)
+            text = self.backend.generate(request).text
+            scores = parse_scores(text)
+            if scores is None:
+                temperature = RESAMPLE_TEMPERATURE
+                raise GenerationFailed(f"unparsable judge output: {text[:120]!r}")
+            return scores, (request.temperature, seed)
+
+        return call_with_retries(attempt, self.retry)[0]
+
+
+def _write_scores(run: Run, verdict: _Verdict, judged_by: str) -> WriteJob:
+    from mlflow.entities import RunTag
+
+    run_id = run.info.run_id
+    previous = int(run.data.tags.get(version_tag("auto"), "0"))
+    tags = {"auto_judge_temperature": str(JUDGE_TEMPERATURE), "auto_judge_seed": str(JUDGE_SEED)}
+    if verdict.resampled:
+        settings = {cid: list(setting) for cid, setting in verdict.resampled.items()}
+        tags[RESAMPLED_TAG] = json.dumps(settings, separators=(",", ":"))
+    stale = [tag for tag in (ERROR_TAG, RESAMPLED_TAG) if tag in run.data.tags and tag not in tags]
+
+    def write(client: MlflowClient) -> None:
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        record_scores(client, run_id, "auto", verdict.scores, judged_by, previous)
+        for tag in stale:
+            client.delete_tag(run_id, tag)
+
+    return write
+
+
+def _write_error(run_id: str, error: str) -> WriteJob:
+    def write(client: MlflowClient) -> None:
+        client.set_tag(run_id, ERROR_TAG, error[:_ERROR_CHARS])
+
+    return write
