@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from mlflow.entities import Run
 
 # Keep MLflow's own HTTP retries short (tipbench retries writes itself, off the hot path)
-# and its INFO chatter about database migrations out of the terminal.
+# and its chatter out of the terminal: INFO about database migrations, and the "View run"
+# links it writes to stdout when a run ends on a server (they would corrupt JSON output).
 _MLFLOW_DEFAULTS = {
     "MLFLOW_LOGGING_LEVEL": "WARNING",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
