@@ -52,7 +52,10 @@ def test_export_lists_pending_runs_with_rubric_and_prefilled_flags(
     assert data["rubric"]["id"] == "tip-v1" and "## relevance" in data["rubric"]["text"]
     assert sorted(item["run_id"] for item in data["items"]) == sorted(run_ids)
     item = data["items"][0]
-    assert item["model"] == "llamacpp:smollm2-135m" and item["prompt_version"] in ("v1", "v2-mentor")
+    assert item["model"] == "llamacpp:smollm2-135m" and item["prompt_version"] in (
+        "v1",
+        "v2-mentor",
+    )
     assert item["scenario"]["id"].startswith("student-")
     assert item["scenario"]["tasks"]
     first = item["candidates"][0]
