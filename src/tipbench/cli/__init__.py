@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from tipbench import __version__
 from tipbench._errors import TipbenchError
 from tipbench.cli._collect import collect_command
+from tipbench.cli._compare import compare_command
 from tipbench.cli._judge import judge_group
 
 
@@ -22,6 +23,7 @@ def cli() -> None:
 
 
 cli.add_command(collect_command)
+cli.add_command(compare_command)
 cli.add_command(judge_group)
 
 

@@ -1,0 +1,119 @@
+"""`tipbench compare`: phase C, the leaderboard of an experiment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+import click
+from rich.console import Console
+
+from tipbench._errors import TrackingError
+from tipbench.collect import DEFAULT_EXPERIMENT
+from tipbench.compare import (
+    DEFAULT_MIN_SCENARIOS,
+    FORMATS,
+    Format,
+    Leaderboard,
+    empty_message,
+    leaderboards_for,
+    log_leaderboard,
+    plot_leaderboards,
+    render,
+    table,
+)
+from tipbench.judge._scores import TIERS, Tier
+from tipbench.tracking import TrackingStore
+
+_WIDE = 200  # table width when stdout is not a terminal (a pipe or a log file)
+_FULL_TABLE = 170  # narrower terminals get the table without the per-criterion columns
+
+
+@click.command("compare")
+@click.option("--experiment", default=DEFAULT_EXPERIMENT, show_default=True)
+@click.option(
+    "--tier",
+    type=click.Choice([*TIERS, "both"]),
+    default="both",
+    show_default=True,
+    help="Whose scores rank the cells: the human judge, the automatic judge, or each.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Also draw the leaderboard as a PNG chart into this file.",
+)
+@click.option(
+    "--min-scenarios",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_SCENARIOS,
+    show_default=True,
+    help="Judged scenarios a cell needs to be ranked.",
+)
+@click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    default=None,
+    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
+)
+@click.option("--no-log", is_flag=True, help="Do not record the leaderboard in MLflow.")
+def compare_command(
+    experiment: str,
+    tier: str,
+    fmt: str,
+    plot: Path | None,
+    min_scenarios: int,
+    tracking_uri: str | None,
+    no_log: bool,
+) -> None:
+    """Rank the (model, prompt) cells of an experiment by mean composite.
+
+    Per cell: the mean composite and rubric scores (each scenario weighs the same), a 95%
+    bootstrap interval, and a comparison with the leader paired by scenario. The
+    leaderboard is also logged to the experiment in MLflow.
+    """
+    tiers = TIERS if tier == "both" else (cast(Tier, tier),)
+    store = TrackingStore(tracking_uri)
+    boards = leaderboards_for(store, experiment, tiers, min_scenarios)
+    judged = [board for board in boards if board.rows]
+    if judged or fmt != "table":  # JSON and CSV stay machine-readable when empty
+        show_leaderboards(boards, cast(Format, fmt))
+    if not judged:
+        click.echo(
+            f"nothing to compare: no judged runs in experiment {experiment!r} "
+            "(run tipbench judge auto, or judge export / judge apply)",
+            err=True,
+        )
+        return
+    if plot is not None:
+        plot_leaderboards(judged, plot)
+        click.echo(f"chart: {plot}", err=True)
+    if not no_log:
+        try:
+            experiment_id = store.experiment_id(experiment)
+            run_id = log_leaderboard(store, experiment_id, judged, plot)
+        except TrackingError as exc:  # the leaderboard is printed; logging is best effort
+            click.echo(f"warning: leaderboard not logged: {exc}", err=True)
+        else:
+            click.echo(f"logged to MLflow: run {run_id} in {experiment!r}", err=True)
+
+
+def show_leaderboards(boards: Sequence[Leaderboard], fmt: Format = "table") -> None:
+    """Print leaderboards on stdout.
+
+    As a table per tier (a tier without judged runs says so), or all of them as JSON, CSV
+    or Markdown.
+    """
+    if fmt != "table":
+        click.echo(render(boards, fmt), nl=False)
+        return
+    console = Console(width=None if click.get_text_stream("stdout").isatty() else _WIDE)
+    compact = console.width < _FULL_TABLE
+    for board in boards:
+        if board.rows:
+            console.print(table(board, compact=compact))
+        else:
+            console.print(empty_message(board), markup=False, highlight=False)

@@ -1,0 +1,260 @@
+"""Building leaderboards from judged cell runs: one pass over the runs, then numpy.
+
+Every scenario weighs the same in a cell's figures: the runs of one (model, prompt, scenario)
+are first averaged into one scenario value, and a cell's mean is the mean of its scenario
+values. The interval is a bootstrap over those scenario values; the comparison with the
+leader pairs the two cells' scenario values by scenario. A cell judged on fewer than
+`min_scenarios` scenarios is listed with its figures but not ranked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tipbench.compare._leaderboard import (
+    ALPHA,
+    COLUMNS,
+    CONFIDENCE,
+    DEFAULT_MIN_SCENARIOS,
+    Leaderboard,
+    LeaderboardRow,
+)
+from tipbench.compare._stats import PairedComparison, bootstrap_mean_ci, paired_comparison, tied
+from tipbench.judge._candidates import judgeable_runs
+from tipbench.judge._scores import TIERS, Tier, decode_scores, metric_name, scores_tag
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+    from tipbench.tracking import TrackingStore
+
+_FloatArray = npt.NDArray[np.float64]
+# Resampling releases the GIL: intervals and tests of different cells run side by side.
+_STAT_THREADS = min(4, os.cpu_count() or 1)
+
+
+@dataclass
+class _Cell:
+    """One (model, prompt) cell while the runs are read."""
+
+    model: str
+    prompt_version: str
+    groups: dict[str, int] = field(default_factory=dict)  # scenario key -> value row
+    n_runs: int = 0
+    n_candidates: int = 0
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A cell's scenario values and means, ready to rank."""
+
+    model: str
+    prompt_version: str
+    per_scenario: dict[str, float]  # scenario key -> composite
+    means: _FloatArray  # per column of COLUMNS
+    n_runs: int
+    n_candidates: int
+    ranked: bool
+
+    def order(self) -> tuple[bool, float, int, str, str]:
+        return (not self.ranked, -self.means[0], -len(self.per_scenario), self.model,
+                self.prompt_version)  # fmt: skip
+
+
+def _scenario_key(run: Run) -> str:
+    """The scenario id, with its content hash: a changed scenario is another scenario."""
+    scenario = run.data.params.get("scenario_id") or run.info.run_id
+    content = run.data.tags.get("scenario_hash")
+    return f"{scenario}#{content}" if content else scenario
+
+
+def _candidates(run: Run, tier: Tier) -> int:
+    """Candidates of a judged run: collect's count, else those its tier scored."""
+    count = run.data.metrics.get("candidate_count")
+    if count:
+        return int(count)
+    return len(decode_scores(run.data.tags.get(scores_tag(tier))))
+
+
+def _read(runs: Iterable[Run], tier: Tier) -> tuple[list[_Cell], _FloatArray, int]:
+    """The cells of the tier's judged runs and each (cell, scenario)'s mean scores."""
+    keys = [metric_name(tier, column) for column in COLUMNS]
+    cells: dict[tuple[str, str], _Cell] = {}
+    groups: list[int] = []
+    values: list[list[float]] = []
+    n_groups = 0
+    for run in runs:
+        metrics = run.data.metrics
+        if keys[0] not in metrics:
+            continue  # not judged by this tier
+        params = run.data.params
+        model, prompt = params.get("model", ""), params.get("prompt_version", "")
+        cell = cells.get((model, prompt))
+        if cell is None:
+            cell = cells[(model, prompt)] = _Cell(model, prompt)
+        group = cell.groups.setdefault(_scenario_key(run), n_groups)
+        n_groups += group == n_groups
+        groups.append(group)
+        values.append([metrics.get(key, math.nan) for key in keys])
+        cell.n_runs += 1
+        cell.n_candidates += _candidates(run, tier)
+    table = np.asarray(values, dtype=np.float64).reshape(-1, len(keys))
+    scenario_values = _group_means(table, np.asarray(groups, dtype=np.intp), n_groups)
+    return list(cells.values()), scenario_values, len(values)
+
+
+def _group_means(table: _FloatArray, groups: npt.NDArray[np.intp], n_groups: int) -> _FloatArray:
+    """Per group, the mean of each column over its rows (missing values left out)."""
+    known = ~np.isnan(table)
+    sums = np.zeros((n_groups, table.shape[1]))
+    counts = np.zeros((n_groups, table.shape[1]))
+    np.add.at(sums, groups, np.where(known, table, 0.0))
+    np.add.at(counts, groups, known)
+    with np.errstate(invalid="ignore"):
+        means: _FloatArray = sums / counts  # NaN where a score is missing from every run
+    return means
+
+
+def _score(cell: _Cell, scenario_values: _FloatArray, min_scenarios: int) -> _Scored:
+    rows = list(cell.groups.values())
+    with warnings.catch_warnings():  # a score missing from every scenario stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.nanmean(scenario_values[rows], axis=0)
+    return _Scored(
+        model=cell.model,
+        prompt_version=cell.prompt_version,
+        per_scenario=dict(zip(cell.groups, scenario_values[rows, 0].tolist(), strict=True)),
+        means=means,
+        n_runs=cell.n_runs,
+        n_candidates=cell.n_candidates,
+        ranked=len(rows) >= min_scenarios,
+    )
+
+
+def build_leaderboard(
+    runs: Iterable[Run],
+    tier: Tier,
+    min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+    experiment: str = "",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> Leaderboard:
+    """Rank the (model, prompt) cells of `runs` by their tier's mean composite.
+
+    Only runs that carry the tier's `composite` metric count as judged; the others are
+    ignored. Figures are seeded: the same runs give the same leaderboard, in any order.
+
+    Args:
+        runs: Cell runs (e.g. from `judgeable_runs`), in any order.
+        tier: Whose scores: "human" or "auto".
+        min_scenarios: Judged scenarios a cell needs to be ranked (at least 1).
+        experiment: Experiment name, recorded on the leaderboard.
+        n_resamples: Bootstrap resamples (and permutation draws) per interval and test.
+        seed: Seed of the resampling.
+
+    Returns:
+        The leaderboard; without judged runs, one with no rows.
+
+    Raises:
+        ValueError: If `min_scenarios` is below 1.
+    """
+    if min_scenarios < 1:
+        raise ValueError(f"min_scenarios must be at least 1, got {min_scenarios}")
+    cells, scenario_values, n_runs = _read(runs, tier)
+    scored = sorted(
+        (_score(cell, scenario_values, min_scenarios) for cell in cells), key=_Scored.order
+    )
+    leader = scored[0] if scored and scored[0].ranked else None
+    with ThreadPoolExecutor(_STAT_THREADS) as pool:
+
+        def interval(cell: _Scored) -> Future[tuple[float, float, float]]:
+            values = list(cell.per_scenario.values())
+            return pool.submit(bootstrap_mean_ci, values, CONFIDENCE, n_resamples, seed)
+
+        def versus(cell: _Scored) -> Future[PairedComparison] | None:
+            if leader is None or cell is leader or not cell.ranked:
+                return None
+            return pool.submit(
+                paired_comparison, leader.per_scenario, cell.per_scenario, CONFIDENCE,
+                n_resamples, seed,
+            )  # fmt: skip
+
+        pending = [(cell, interval(cell), versus(cell)) for cell in scored]
+        rows = [
+            _row(cell, rank, ci.result(), None if vs is None else vs.result())
+            for rank, (cell, ci, vs) in enumerate(pending, start=1)
+        ]
+    return Leaderboard(
+        experiment=experiment,
+        tier=tier,
+        min_scenarios=min_scenarios,
+        rows=tuple(rows),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        n_runs=n_runs,
+    )
+
+
+def _row(
+    scored: _Scored,
+    rank: int,
+    interval: tuple[float, float, float],
+    vs_leader: PairedComparison | None,
+) -> LeaderboardRow:
+    means: dict[str, Any] = dict(zip(COLUMNS, scored.means.tolist(), strict=True))
+    return LeaderboardRow(
+        model=scored.model,
+        prompt_version=scored.prompt_version,
+        rank=rank if scored.ranked else None,  # ranked cells sort first
+        status="ranked" if scored.ranked else "insufficient data",
+        n_scenarios=len(scored.per_scenario),
+        n_runs=scored.n_runs,
+        n_candidates=scored.n_candidates,
+        **means,
+        ci_low=interval[1],
+        ci_high=interval[2],
+        vs_leader=vs_leader,
+        tied_with_leader=vs_leader is not None and vs_leader.n_pairs > 0 and tied(vs_leader, ALPHA),
+    )
+
+
+def leaderboards_for(
+    store: TrackingStore,
+    experiment: str,
+    tiers: Sequence[Tier] = TIERS,
+    min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+) -> list[Leaderboard]:
+    """The leaderboards of an experiment for several tiers, from one search of its runs.
+
+    Raises:
+        TrackingError: If the experiment does not exist or the store cannot be read.
+    """
+    experiment_id = store.experiment_id(experiment)
+    runs = judgeable_runs(store, experiment_id)
+    return [
+        build_leaderboard(runs, tier, min_scenarios=min_scenarios, experiment=experiment)
+        for tier in tiers
+    ]
+
+
+def leaderboard_for(
+    store: TrackingStore,
+    experiment: str,
+    tier: Tier,
+    min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+) -> Leaderboard:
+    """The leaderboard of an experiment under one tier (one search of its cell runs).
+
+    Raises:
+        TrackingError: If the experiment does not exist or the store cannot be read.
+    """
+    return leaderboards_for(store, experiment, (tier,), min_scenarios)[0]

@@ -1,0 +1,161 @@
+"""The leaderboard of one judge tier: its rows and the JSON it is shown and served as."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tipbench.compare._stats import PairedComparison
+from tipbench.judge._scores import Tier
+from tipbench.suite import SCORE_NAMES
+
+Status = Literal["ranked", "insufficient data"]
+CONFIDENCE = 0.95
+ALPHA = 0.05
+DEFAULT_MIN_SCENARIOS = 3
+COLUMNS: tuple[str, ...] = ("composite", *SCORE_NAMES)
+"""The per-cell means, in the order rows and tables show them."""
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """One (model, prompt) cell of a tier's leaderboard.
+
+    Attributes:
+        model: Model spec, as collect recorded it.
+        prompt_version: Prompt version.
+        rank: 1 for the leader; None for a cell with too little judged data.
+        status: "ranked", or "insufficient data" (fewer than the leaderboard's minimum of
+            judged scenarios).
+        n_scenarios: Judged scenarios.
+        n_runs: Judged runs (more than ``n_scenarios`` if a scenario was run again).
+        n_candidates: Candidates of those runs.
+        composite: Mean composite, each scenario weighing the same.
+        relevance: Mean relevance, and so on for each rubric score; the flags' means are the
+            share of candidates with the flag set.
+        ci_low: Lower end of the bootstrap confidence interval of ``composite``.
+        ci_high: Upper end of that interval.
+        vs_leader: Paired comparison with the leader over the shared scenarios (this cell
+            minus the leader); None for the leader and for unranked cells.
+        tied_with_leader: The difference from the leader is not significant (p ≥ 0.05);
+            False for the leader itself, for unranked cells, and for a cell that shares no
+            scenario with the leader (nothing supports a tie then).
+    """
+
+    model: str
+    prompt_version: str
+    rank: int | None
+    status: Status
+    n_scenarios: int
+    n_runs: int
+    n_candidates: int
+    composite: float
+    relevance: float
+    actionability: float
+    tone: float
+    format_ok: float
+    overlong: float
+    ci_low: float
+    ci_high: float
+    vs_leader: PairedComparison | None
+    tied_with_leader: bool
+
+    @property
+    def name(self) -> str:
+        """`model|prompt_version`."""
+        return f"{self.model}|{self.prompt_version}"
+
+    @property
+    def ranked(self) -> bool:
+        return self.rank is not None
+
+    def mean(self, column: str) -> float:
+        """The mean of `column` (one of `COLUMNS`)."""
+        value: float = getattr(self, column)
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as JSON-ready values (NaN becomes None)."""
+        vs = self.vs_leader
+        return {
+            "model": self.model,
+            "prompt_version": self.prompt_version,
+            "rank": self.rank,
+            "status": self.status,
+            "n_scenarios": self.n_scenarios,
+            "n_runs": self.n_runs,
+            "n_candidates": self.n_candidates,
+            **{column: _number(self.mean(column)) for column in COLUMNS},
+            "ci_low": _number(self.ci_low),
+            "ci_high": _number(self.ci_high),
+            "vs_leader": None
+            if vs is None
+            else {
+                "n_pairs": vs.n_pairs,
+                "diff": _number(vs.mean_diff),
+                "ci_low": _number(vs.ci_low),
+                "ci_high": _number(vs.ci_high),
+                "p_value": _number(vs.p_value),
+                "exact": vs.exact,
+            },
+            "tied_with_leader": self.tied_with_leader,
+        }
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """The ranked (model, prompt) cells of one experiment under one judge tier.
+
+    Attributes:
+        experiment: Experiment name.
+        tier: "human" or "auto".
+        min_scenarios: Judged scenarios a cell needs to be ranked.
+        rows: Ranked rows by rank, then the unranked ones by mean composite.
+        generated_at: When the leaderboard was computed (ISO 8601, UTC).
+        n_runs: Judged runs read.
+        confidence: Confidence level of every interval.
+    """
+
+    experiment: str
+    tier: Tier
+    min_scenarios: int
+    rows: tuple[LeaderboardRow, ...]
+    generated_at: str
+    n_runs: int
+    confidence: float = CONFIDENCE
+
+    @property
+    def leader(self) -> LeaderboardRow | None:
+        return self.rows[0] if self.rows and self.rows[0].rank == 1 else None
+
+    @property
+    def ranked(self) -> tuple[LeaderboardRow, ...]:
+        return tuple(row for row in self.rows if row.ranked)
+
+    def row(self, model: str, prompt_version: str) -> LeaderboardRow:
+        """The row of a (model, prompt) cell (KeyError if it was not judged in this tier)."""
+        for row in self.rows:
+            if row.model == model and row.prompt_version == prompt_version:
+                return row
+        raise KeyError(f"{model}|{prompt_version}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole leaderboard as JSON-ready values: what the CLI prints and the API returns."""
+        leader = self.leader
+        return {
+            "experiment": self.experiment,
+            "tier": self.tier,
+            "min_scenarios": self.min_scenarios,
+            "confidence": self.confidence,
+            "generated_at": self.generated_at,
+            "n_runs": self.n_runs,
+            "leader": None
+            if leader is None
+            else {"model": leader.model, "prompt_version": leader.prompt_version},
+            "rows": [row.to_dict() for row in self.rows],
+        }

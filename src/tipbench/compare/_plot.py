@@ -1,0 +1,133 @@
+"""The leaderboard chart: mean composite with its interval per (model, prompt), ranked.
+
+matplotlib is imported here only, and only when a chart is drawn, with the Agg backend (no
+display needed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tipbench.compare._leaderboard import Leaderboard, LeaderboardRow
+from tipbench.suite import COMPOSITE_RANGE
+
+_LEADER = "#d9822b"
+_TIED = "#f2c18f"
+_RANKED = "#2f6f9f"
+_UNRANKED = "#c8c8c8"
+_LEGEND = (
+    (_LEADER, "leader"),
+    (_TIED, "not significantly behind the leader (p ≥ 0.05)"),
+    (_RANKED, "behind the leader"),
+    (_UNRANKED, "too little judged data, not ranked"),
+)
+_ROW_INCHES = 0.42
+
+
+def plot_leaderboards(boards: Sequence[Leaderboard], path: Path) -> Path:
+    """Draw one panel per leaderboard into a PNG file at `path`; return the path.
+
+    Bars are the mean composite from the rubric's floor (2), whiskers its confidence
+    interval; the leader is orange, cells statistically tied with it light orange, cells
+    with too little judged data grey. The axis ends at 17, or just above the data.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    n_rows = max((len(board.rows) for board in boards), default=1)
+    height = 2.2 + _ROW_INCHES * max(n_rows, 2)
+    figure, axes = plt.subplots(
+        1, len(boards), figsize=(8.0 * len(boards), height), squeeze=False, layout="constrained"
+    )
+    for axis, board in zip(axes[0], boards, strict=True):
+        _panel(axis, board)
+    figure.legend(
+        handles=[Patch(color=colour, label=label) for colour, label in _LEGEND],
+        loc="outside lower center",
+        ncols=2 if len(boards) == 1 else 4,
+        frameon=False,
+        fontsize=9,
+    )
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _limits(board: Leaderboard) -> tuple[float, float]:
+    """From the rubric's floor (bars that start elsewhere exaggerate) to 17 or the data."""
+    low, high = COMPOSITE_RANGE
+    ends = [v for row in board.rows for v in (row.ci_high, row.composite) if not math.isnan(v)]
+    return low, min(high, math.floor(max(ends, default=high)) + 1.0)
+
+
+def _colour(row: LeaderboardRow) -> str:
+    if not row.ranked:
+        return _UNRANKED
+    if row.rank == 1:
+        return _LEADER
+    return _TIED if row.tied_with_leader else _RANKED
+
+
+def _panel(axis: Any, board: Leaderboard) -> None:
+    axis.set_title(
+        f"{board.experiment} · {board.tier} judge · {board.n_runs} judged runs",
+        fontsize=12,
+        loc="left",
+        fontweight="bold",
+    )
+    if not board.rows:
+        axis.text(0.5, 0.5, "no judged runs", ha="center", va="center", transform=axis.transAxes)
+        axis.set_axis_off()
+        return
+    low, high = _limits(board)
+    labels, means, errors, colours = [], [], [], []
+    for row in board.rows:
+        rank = f"{row.rank}." if row.ranked else "–"
+        suffix = "" if row.ranked else f"  ({row.n_scenarios} scen.)"
+        labels.append(f"{rank} {row.model} · {row.prompt_version}{suffix}")
+        means.append(row.composite)
+        errors.append(
+            (row.composite - row.ci_low, row.ci_high - row.composite)
+            if not math.isnan(row.ci_low)
+            else (0.0, 0.0)
+        )
+        colours.append(_colour(row))
+    positions = list(range(len(board.rows)))
+    axis.barh(
+        positions,
+        [m - low for m in means],
+        left=low,
+        color=colours,
+        height=0.62,
+        xerr=list(zip(*errors, strict=True)),
+        error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1.2},
+    )
+    for position, mean, row in zip(positions, means, board.rows, strict=True):
+        axis.text(
+            row.ci_high + (high - low) * 0.012 if not math.isnan(row.ci_high) else mean,
+            position,
+            f"{mean:.2f}",
+            va="center",
+            fontsize=9,
+            color="#333333" if row.ranked else "#888888",
+        )
+    axis.set_yticks(positions, labels, fontsize=10)
+    for tick, row in zip(axis.get_yticklabels(), board.rows, strict=True):
+        if not row.ranked:
+            tick.set_color("#888888")
+    axis.invert_yaxis()  # rank 1 on top
+    axis.set_xlim(low, high + (high - low) * 0.08)  # room for the value labels
+    axis.set_xlabel(
+        f"mean composite ({COMPOSITE_RANGE[0]:g}–{COMPOSITE_RANGE[1]:g}), "
+        f"{board.confidence:.0%} bootstrap CI"
+    )
+    axis.grid(axis="x", color="#e5e5e5", linewidth=0.8)
+    axis.set_axisbelow(True)
+    for side in ("top", "right"):
+        axis.spines[side].set_visible(False)

@@ -1,0 +1,194 @@
+"""Leaderboards from judged cell runs in a real SQLite store, against figures worked by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from statistics import fmean
+
+import pytest
+
+from support.judged_experiment import ALPHA, AUTO, BETA, DELTA, GAMMA, HUMAN, JudgedExperiment
+from support.judged_runs import JudgedCell, scores, uniform, write_cells
+from tipbench._errors import TrackingError
+from tipbench.compare import (
+    Leaderboard,
+    bootstrap_mean_ci,
+    build_leaderboard,
+    leaderboard_for,
+    leaderboards_for,
+    paired_comparison,
+)
+from tipbench.judge._candidates import judgeable_runs
+from tipbench.tracking import TrackingStore
+
+
+def board(judged: JudgedExperiment, tier: str = "human", **options: int) -> Leaderboard:
+    return leaderboard_for(judged.store, judged.name, tier, **options)  # type: ignore[arg-type]
+
+
+def test_cells_are_ranked_by_mean_composite(judged: JudgedExperiment) -> None:
+    human = board(judged)
+    assert [(r.model, r.prompt_version, r.rank) for r in human.rows] == [
+        (ALPHA, "v1", 1),
+        (BETA, "v1", 2),
+        (GAMMA, "v1", 3),
+        (ALPHA, "v2", None),  # highest mean, but judged on two scenarios only
+    ]
+    assert human.leader is not None and human.leader.name == f"{ALPHA}|v1"
+    assert human.n_runs == 7 + 6 + 6 + 2  # the pending run and auto-only runs do not count
+
+
+def test_each_scenario_weighs_the_same(judged: JudgedExperiment) -> None:
+    alpha = board(judged).row(ALPHA, "v1")
+    # s1 was run twice (13 and 15): one scenario value of 14, not two runs.
+    assert alpha.composite == pytest.approx(85 / 6)
+    assert alpha.composite != pytest.approx(fmean([13, 15, 14, 15, 13, 14, 15]))
+    assert (alpha.n_scenarios, alpha.n_runs, alpha.n_candidates) == (6, 7, 14)
+    for (model, prompt), values in HUMAN.items():
+        assert board(judged).row(model, prompt).composite == pytest.approx(fmean(values.values()))
+
+
+def test_per_criterion_means_average_runs_then_scenarios(sqlite_uri: str) -> None:
+    store = TrackingStore(sqlite_uri)
+    experiment_id = store.experiment_id("criteria", create=True)
+    runs = {
+        "s1": [scores((5, 4, 3, 1, 0), (3, 2, 1, 0, 1))],
+        "s2": [scores((4, 4, 4, 1, 0), (4, 4, 4, 1, 0))],
+        "s3": [scores((5, 5, 5, 1, 0), (5, 5, 5, 1, 0)), scores((1, 1, 1, 0, 1), (1, 1, 1, 0, 1))],
+    }
+    write_cells(
+        store.client,
+        experiment_id,
+        [JudgedCell(ALPHA, "v1", s, human=h) for s, many in runs.items() for h in many],
+    )
+    row = leaderboard_for(store, "criteria", "human").row(ALPHA, "v1")
+
+    def expected(name: str) -> float:  # runs' means, then scenarios' means, then the mean
+        return fmean(
+            fmean(fmean(c.as_dict()[name] for c in run.values()) for run in many)
+            for many in runs.values()
+        )
+
+    assert row.relevance == pytest.approx(11 / 3)  # (4 + 4 + 3) / 3
+    for name in ("relevance", "actionability", "tone", "format_ok", "overlong"):
+        assert row.mean(name) == pytest.approx(expected(name)), name
+    assert row.format_ok == pytest.approx((0.5 + 1 + 0.5) / 3)  # share of flagged candidates
+    composite = row.relevance + row.actionability + row.tone + 2 * row.format_ok - row.overlong
+    assert row.composite == pytest.approx(composite)
+
+
+def test_interval_is_the_bootstrap_over_scenario_values(judged: JudgedExperiment) -> None:
+    human = board(judged)
+    for row in human.rows:
+        values = list(HUMAN[(row.model, row.prompt_version)].values())
+        mean, low, high = bootstrap_mean_ci(values)
+        assert (row.composite, row.ci_low, row.ci_high) == pytest.approx((mean, low, high))
+        assert row.ci_low <= row.composite <= row.ci_high
+    alpha = human.row(ALPHA, "v1")
+    assert alpha.ci_low < alpha.composite < alpha.ci_high
+
+
+def test_comparison_with_the_leader_pairs_shared_scenarios(judged: JudgedExperiment) -> None:
+    human = board(judged)
+    leader = HUMAN[(ALPHA, "v1")]
+    assert human.row(ALPHA, "v1").vs_leader is None
+
+    beta = human.row(BETA, "v1")
+    assert beta.vs_leader == paired_comparison(leader, HUMAN[(BETA, "v1")])
+    assert beta.vs_leader is not None
+    assert beta.vs_leader.n_pairs == 6
+    assert beta.vs_leader.mean_diff == pytest.approx(-14 / 6)
+    assert beta.vs_leader.p_value == pytest.approx(2 / 64)  # behind on every scenario
+    assert not beta.tied_with_leader
+
+    gamma = human.row(GAMMA, "v1")  # s7..s9 have no counterpart: only s4..s6 pair
+    assert gamma.vs_leader is not None
+    assert gamma.vs_leader.n_pairs == 3
+    assert gamma.vs_leader.mean_diff == pytest.approx(0.0)  # +1, 0, −1
+    assert gamma.composite < beta.composite  # ranked by mean, though level on shared ones
+    assert gamma.tied_with_leader
+
+
+def test_cells_with_too_little_data_are_shown_unranked(judged: JudgedExperiment) -> None:
+    row = board(judged).row(ALPHA, "v2")
+    assert (row.rank, row.status, row.vs_leader, row.tied_with_leader) == (
+        None, "insufficient data", None, False,
+    )  # fmt: skip
+    assert row.composite == 17.0 and row.n_scenarios == 2
+
+    relaxed = board(judged, min_scenarios=2)
+    assert relaxed.row(ALPHA, "v2").rank == 1
+    assert relaxed.row(ALPHA, "v1").vs_leader is not None
+
+    strict = board(judged, min_scenarios=7)
+    assert strict.leader is None
+    assert all(r.status == "insufficient data" and r.vs_leader is None for r in strict.rows)
+
+
+def test_each_tier_ranks_its_own_scores(judged: JudgedExperiment) -> None:
+    human, auto = leaderboards_for(judged.store, judged.name)
+    assert (human.tier, auto.tier) == ("human", "auto")
+    assert [(r.model, r.rank) for r in auto.rows] == [(BETA, 1), (DELTA, 2), (ALPHA, 3)]
+    for row in auto.rows:
+        assert row.composite == pytest.approx(fmean(AUTO[(row.model, "v1")].values()))
+    assert DELTA not in {r.model for r in human.rows}  # judged by the auto tier only
+    assert GAMMA not in {r.model for r in auto.rows}  # judged by the human tier only
+    delta = auto.row(DELTA, "v1")
+    assert delta.vs_leader is not None and delta.vs_leader.n_pairs == 3
+    assert delta.tied_with_leader  # −1 on three scenarios: p = 2/8
+    assert not auto.row(ALPHA, "v1").tied_with_leader  # −2 on six: p = 2/64
+
+
+def test_build_leaderboard_is_a_pure_function_of_the_runs(judged: JudgedExperiment) -> None:
+    runs = judgeable_runs(judged.store, judged.experiment_id)
+    first = build_leaderboard(runs, "human", experiment=judged.name)
+    again = build_leaderboard(list(reversed(runs)), "human", experiment=judged.name)
+    assert first.rows == again.rows
+    assert first.rows == board(judged).rows
+    with pytest.raises(ValueError, match="min_scenarios"):
+        build_leaderboard(runs, "human", min_scenarios=0)
+
+
+def test_to_dict_is_plain_json(judged: JudgedExperiment) -> None:
+    human = board(judged)
+    document = json.loads(json.dumps(human.to_dict(), allow_nan=False))
+    assert document["experiment"] == judged.name and document["tier"] == "human"
+    assert document["leader"] == {"model": ALPHA, "prompt_version": "v1"}
+    assert [row["rank"] for row in document["rows"]] == [1, 2, 3, None]
+    beta = document["rows"][1]
+    assert beta["vs_leader"]["n_pairs"] == 6
+    assert beta["vs_leader"]["p_value"] == pytest.approx(2 / 64)
+    assert beta["composite"] == pytest.approx(71 / 6)
+    assert document["rows"][0]["vs_leader"] is None
+
+
+def test_no_shared_scenario_gives_no_figures_and_no_tie(sqlite_uri: str) -> None:
+    store = TrackingStore(sqlite_uri)
+    experiment_id = store.experiment_id("apart", create=True)
+    write_cells(
+        store.client,
+        experiment_id,
+        [JudgedCell(ALPHA, "v1", f"a{i}", uniform(14)) for i in range(3)]
+        + [JudgedCell(BETA, "v1", f"b{i}", uniform(12)) for i in range(3)],
+    )
+    human = leaderboard_for(store, "apart", "human")
+    beta = human.row(BETA, "v1")
+    assert beta.rank == 2 and beta.vs_leader is not None and beta.vs_leader.n_pairs == 0
+    assert not beta.tied_with_leader
+    assert math.isnan(beta.vs_leader.p_value)
+    vs = human.to_dict()["rows"][1]["vs_leader"]
+    assert vs["n_pairs"] == 0 and vs["diff"] is None and vs["p_value"] is None
+
+
+def test_experiment_without_judged_runs(sqlite_uri: str) -> None:
+    store = TrackingStore(sqlite_uri)
+    experiment_id = store.experiment_id("pending", create=True)
+    write_cells(store.client, experiment_id, [JudgedCell(ALPHA, "v1", "s1")])
+    human = leaderboard_for(store, "pending", "human")
+    assert human.rows == () and human.leader is None and human.n_runs == 0
+
+
+def test_unknown_experiment(sqlite_uri: str) -> None:
+    with pytest.raises(TrackingError, match="no experiment 'nope'"):
+        leaderboard_for(TrackingStore(sqlite_uri), "nope", "human")
