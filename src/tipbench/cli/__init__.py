@@ -14,6 +14,8 @@ from tipbench._errors import TipbenchError
 from tipbench.cli._collect import collect_command
 from tipbench.cli._compare import compare_command
 from tipbench.cli._judge import judge_group
+from tipbench.cli._promote import promote_command
+from tipbench.cli._run import run_command
 
 
 @click.group()
@@ -25,6 +27,8 @@ def cli() -> None:
 cli.add_command(collect_command)
 cli.add_command(compare_command)
 cli.add_command(judge_group)
+cli.add_command(promote_command)
+cli.add_command(run_command)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

@@ -13,7 +13,13 @@ from tipbench.collect import CellOutcome
 
 
 class _BarProgress:
-    """A bar on stderr (a terminal) or plain lines (logs); use as a context manager."""
+    """A bar on stderr (a terminal) or plain lines (logs); use as a context manager.
+
+    The bar appears with the first progress it gets; as a terminal shows one live bar at a
+    time, a bar that appears (the next phase of a pipeline) ends the one before it.
+    """
+
+    _shown: _BarProgress | None = None  # the bar on screen now
 
     title = ""  # shown before the bar
     unit = "items"  # what the bar counts
@@ -36,7 +42,6 @@ class _BarProgress:
         self._task = self._bar.add_task("", total=None)
 
     def __enter__(self) -> Self:
-        self._bar.start()
         return self
 
     def __exit__(
@@ -45,9 +50,22 @@ class _BarProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._bar.stop()
+        self._hide()
+
+    def _show(self) -> None:
+        if _BarProgress._shown is not self:
+            if _BarProgress._shown is not None:
+                _BarProgress._shown._hide()
+            _BarProgress._shown = self
+            self._bar.start()
+
+    def _hide(self) -> None:
+        if _BarProgress._shown is self:
+            self._bar.stop()
+            _BarProgress._shown = None
 
     def begin(self, total: int, done: int) -> None:
+        self._show()
         self.total, self.done = total, done
         self._bar.update(self._task, total=total, completed=done)
         if done:
@@ -61,6 +79,7 @@ class _BarProgress:
             self._line(f"[{self.done}/{self.total}] {label} {status}{suffix}")
 
     def note(self, message: str) -> None:
+        self._show()
         self._bar.update(self._task, description=message)
         if not self.live:
             self._line(message)

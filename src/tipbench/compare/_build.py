@@ -67,8 +67,9 @@ class _Scored:
     ranked: bool
 
     def order(self) -> tuple[bool, float, int, str, str]:
-        return (not self.ranked, -self.means[0], -len(self.per_scenario), self.model,
-                self.prompt_version)  # fmt: skip
+        """Ranked cells first, by mean composite, then by judged scenarios, then by name."""
+        composite, scenarios = float(self.means[0]), len(self.per_scenario)
+        return (not self.ranked, -composite, -scenarios, self.model, self.prompt_version)
 
 
 def _scenario_key(run: Run) -> str:
@@ -102,8 +103,11 @@ def _read(runs: Iterable[Run], tier: Tier) -> tuple[list[_Cell], _FloatArray, in
         cell = cells.get((model, prompt))
         if cell is None:
             cell = cells[(model, prompt)] = _Cell(model, prompt)
-        group = cell.groups.setdefault(_scenario_key(run), n_groups)
-        n_groups += group == n_groups
+        scenario = _scenario_key(run)
+        group = cell.groups.get(scenario)
+        if group is None:
+            group = cell.groups[scenario] = n_groups
+            n_groups += 1
         groups.append(group)
         values.append([metrics.get(key, math.nan) for key in keys])
         cell.n_runs += 1
@@ -224,6 +228,7 @@ def _row(
         ci_high=interval[2],
         vs_leader=vs_leader,
         tied_with_leader=vs_leader is not None and vs_leader.n_pairs > 0 and tied(vs_leader, ALPHA),
+        scenarios=scored.per_scenario,
     )
 
 

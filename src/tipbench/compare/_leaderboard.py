@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tipbench.compare._stats import PairedComparison
@@ -64,6 +65,8 @@ class LeaderboardRow:
     ci_high: float
     vs_leader: PairedComparison | None
     tied_with_leader: bool
+    scenarios: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
+    """Composite per judged scenario: what paired comparisons pair (not in `to_dict`)."""
 
     @property
     def name(self) -> str:

@@ -1,0 +1,108 @@
+"""`tipbench promote`: the gate's decision, and with --apply the move to production."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from tipbench.collect import DEFAULT_EXPERIMENT
+from tipbench.compare import DEFAULT_MIN_SCENARIOS
+from tipbench.promote import DEFAULT_MARGIN, DEFAULT_PROMPT_NAME, promote
+from tipbench.tracking import TrackingStore
+
+
+@click.command("promote")
+@click.option("--experiment", default=DEFAULT_EXPERIMENT, show_default=True)
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Act on a passing decision and record it [default: a dry run].",
+)
+@click.option(
+    "--prompt-name",
+    default=DEFAULT_PROMPT_NAME,
+    show_default=True,
+    help="The prompt's name in the MLflow Prompt Registry.",
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=DEFAULT_MARGIN,
+    show_default=True,
+    help="Composite points the winner must gain over the production prompt.",
+)
+@click.option(
+    "--min-scenarios",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_SCENARIOS,
+    show_default=True,
+    help="Judged scenarios the winner needs in each tier.",
+)
+@click.option(
+    "--suite",
+    type=click.Path(),
+    default=None,
+    help="The suite the runs were collected with [default: bundled 'tips'].",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    default=None,
+    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
+)
+def promote_command(
+    experiment: str,
+    apply_: bool,
+    prompt_name: str,
+    margin: float,
+    min_scenarios: int,
+    suite: str | None,
+    fmt: str,
+    tracking_uri: str | None,
+) -> None:
+    """Promote the winning prompt only if both judge tiers and the statistics agree.
+
+    Exit code 0 when the decision is to promote, 3 when the gate refuses.
+    """
+    result = promote(
+        TrackingStore(tracking_uri),
+        experiment,
+        apply=apply_,
+        prompt_name=prompt_name,
+        margin=margin,
+        min_scenarios=min_scenarios,
+        suite=suite,
+    )
+    decision = result.decision
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    **decision.to_dict(),
+                    "applied": result.applied,
+                    "registry_version": result.registry_version,
+                }
+            )
+        )
+    else:
+        verdict = "PROMOTE" if decision.promote else "REFUSE"
+        click.echo(
+            f"{verdict} {decision.model}|{decision.prompt_version} "
+            f"(production now: {decision.production or 'none'})"
+        )
+        for check in decision.checks:
+            click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.reason}")
+        if not result.applied:
+            click.echo("dry run: nothing changed (pass --apply to act and record the decision)")
+        elif result.registry_version is not None:
+            click.echo(
+                f"'{prompt_name}@production' → version {result.registry_version}; "
+                f"decision recorded in run {result.decision_run}"
+            )
+        else:
+            click.echo(f"refusal recorded in run {result.decision_run}")
+    sys.exit(0 if decision.promote else 3)

@@ -1,0 +1,88 @@
+"""`tipbench run`: collect → auto judge → export for the human judge → compare."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tipbench.cli._collect import config_from_options, grid_options
+from tipbench.cli._collect import report as report_collect
+from tipbench.cli._compare import show_leaderboards
+from tipbench.cli._judge_auto import report as report_judge
+from tipbench.cli._progress import CellProgress, JudgeProgress
+from tipbench.compare import DEFAULT_MIN_SCENARIOS
+from tipbench.judge import DEFAULT_JUDGE_MODEL
+from tipbench.pipeline import run_pipeline
+
+
+@click.command("run")
+@grid_options
+@click.option(
+    "--judge-model",
+    default=DEFAULT_JUDGE_MODEL,
+    show_default=True,
+    help="The automatic judge's model spec.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The human judge's file [default: $TIPBENCH_HOME/judge/EXPERIMENT.json].",
+)
+@click.option(
+    "--min-scenarios",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_SCENARIOS,
+    show_default=True,
+    help="Judged scenarios a cell needs to be ranked.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also draw the leaderboards as a PNG chart.",
+)
+def run_command(
+    tracking_uri: str | None,
+    judge_model: str,
+    out: Path | None,
+    min_scenarios: int,
+    plot: Path | None,
+    **options: object,
+) -> None:
+    """Run the whole pipeline: collect the grid, judge it automatically, export it for the
+    human judge and show the leaderboards. Re-running the same command resumes.
+    """
+    config = config_from_options(options)
+    with CellProgress() as cells, JudgeProgress() as judging:
+        result = run_pipeline(
+            config,
+            tracking_uri=tracking_uri,
+            judge_model=judge_model,
+            export_path=out,
+            min_scenarios=min_scenarios,
+            plot=plot,
+            collect_progress=cells,
+            judge_progress=judging,
+        )
+    click.echo("== collect")
+    report_collect(result.collect)
+    click.echo("== automatic judge")
+    report_judge(result.auto)
+    click.echo("== human judge")
+    export = result.export
+    click.echo(f"{export.runs} runs ({export.candidates} candidates) wait for the human judge")
+    if export.runs:
+        click.echo(
+            f"  score {export.path}, then: tipbench judge apply "
+            f"--experiment {config.experiment} {export.path}"
+        )
+    click.echo("== leaderboard")
+    show_leaderboards(result.boards)
+    if plot is not None and result.leaderboard_run:
+        click.echo(f"chart: {plot}")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    sys.exit(result.exit_code)

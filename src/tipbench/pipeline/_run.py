@@ -1,0 +1,97 @@
+"""`tipbench run`: every phase in order, each resumable, on the same store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tipbench._errors import TrackingError
+from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
+from tipbench.compare import (
+    DEFAULT_MIN_SCENARIOS,
+    Leaderboard,
+    leaderboards_for,
+    log_leaderboard,
+    plot_leaderboards,
+)
+from tipbench.judge import (
+    DEFAULT_JUDGE_MODEL,
+    TIERS,
+    AutoJudgeProgress,
+    AutoJudgeResult,
+    ExportResult,
+    auto_judge,
+    export_pending,
+)
+from tipbench.tracking import TrackingStore, data_dir
+
+
+def default_export_path(experiment: str) -> Path:
+    """Where `run` writes the human judge's file unless told otherwise."""
+    return data_dir() / "judge" / f"{experiment}.json"
+
+
+@dataclass
+class PipelineResult:
+    """What each phase did; the exit code is the worst of them."""
+
+    collect: CollectResult
+    auto: AutoJudgeResult
+    export: ExportResult
+    boards: list[Leaderboard]
+    leaderboard_run: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return max(self.collect.exit_code, self.auto.exit_code)
+
+
+def run_pipeline(
+    config: CollectConfig,
+    *,
+    tracking_uri: str | None = None,
+    judge_model: str = DEFAULT_JUDGE_MODEL,
+    export_path: Path | None = None,
+    min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+    plot: Path | None = None,
+    collect_progress: CollectProgress | None = None,
+    judge_progress: AutoJudgeProgress | None = None,
+) -> PipelineResult:
+    """Collect the grid, judge it automatically, export it for the human, rank it.
+
+    Every phase resumes where an earlier run stopped, so re-running the same call after a
+    crash or Ctrl-C finishes the work without duplicates. Cells that failed are reported
+    and left out of judging; the other phases still run.
+
+    Raises:
+        TipbenchError: bad input, or a store that cannot be used.
+    """
+    collected = collect(config, tracking_uri=tracking_uri, progress=collect_progress)
+    store = TrackingStore(collected.tracking_uri)
+    judged = auto_judge(
+        store,
+        config.experiment,
+        judge_model,
+        max_model_b=config.max_model_b,
+        allow_unknown_size=config.allow_unknown_size,
+        ollama_url=config.ollama_url,
+        openai_base_url=config.openai_base_url,
+        suite=config.suite,
+        progress=judge_progress,
+    )
+    exported = export_pending(
+        store, config.experiment, export_path or default_export_path(config.experiment)
+    )
+    boards = leaderboards_for(store, config.experiment, TIERS, min_scenarios)
+    result = PipelineResult(collected, judged, exported, boards)
+    ranked = [board for board in boards if board.rows]
+    if ranked:
+        if plot is not None:
+            plot_leaderboards(ranked, plot)
+        try:
+            experiment_id = store.experiment_id(config.experiment)
+            result.leaderboard_run = log_leaderboard(store, experiment_id, ranked, plot)
+        except TrackingError as exc:  # the leaderboard is shown; logging is best effort
+            result.warnings.append(f"leaderboard not logged: {exc}")
+    return result

@@ -1,0 +1,28 @@
+"""Promote: the winning prompt goes to production only when both tiers and the stats agree."""
+
+from tipbench.promote._gate import DEFAULT_MARGIN, Check, Decision, decide
+from tipbench.promote._promote import KIND_PROMOTION, PromotionResult, promote
+from tipbench.promote._registry import (
+    DEFAULT_PROMPT_NAME,
+    PRODUCTION_ALIAS,
+    ProductionPrompt,
+    production_prompt,
+    promote_prompt,
+    registry_template,
+)
+
+__all__ = [
+    "DEFAULT_MARGIN",
+    "DEFAULT_PROMPT_NAME",
+    "KIND_PROMOTION",
+    "PRODUCTION_ALIAS",
+    "Check",
+    "Decision",
+    "ProductionPrompt",
+    "PromotionResult",
+    "decide",
+    "production_prompt",
+    "promote",
+    "promote_prompt",
+    "registry_template",
+]

@@ -1,0 +1,112 @@
+"""`promote`: decide from both tiers' leaderboards, and on `apply` act and record why."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tipbench._errors import ConfigError
+from tipbench.compare import DEFAULT_MIN_SCENARIOS, leaderboards_for
+from tipbench.judge import TIERS
+from tipbench.promote._gate import DEFAULT_MARGIN, Decision, decide
+from tipbench.promote._registry import (
+    DEFAULT_PROMPT_NAME,
+    PRODUCTION_ALIAS,
+    production_prompt,
+    promote_prompt,
+)
+from tipbench.suite import PromptVersion, load_suite
+from tipbench.tracking import KIND_TAG, TrackingStore, log_texts
+
+KIND_PROMOTION = "promotion"
+
+
+@dataclass(frozen=True)
+class PromotionResult:
+    decision: Decision
+    applied: bool
+    registry_version: int | None = None  # the version `production` now points at
+    decision_run: str | None = None  # the MLflow run recording the decision
+
+
+def promote(
+    store: TrackingStore,
+    experiment: str,
+    *,
+    apply: bool = False,
+    prompt_name: str = DEFAULT_PROMPT_NAME,
+    margin: float = DEFAULT_MARGIN,
+    min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+    suite: str | Path | None = None,
+) -> PromotionResult:
+    """Decide whether the winning prompt goes to production; with `apply`, act on it.
+
+    A dry run (the default) only decides. With `apply`, a passing decision registers the
+    prompt in the MLflow Prompt Registry and moves the `production` alias to it; either way
+    the decision is recorded as a run of the experiment with its evidence.
+
+    Raises:
+        ConfigError: if the suite's template of the winner differs from the judged one.
+        TrackingError: if the store or the registry cannot be used.
+    """
+    human, auto = leaderboards_for(store, experiment, TIERS, min_scenarios)
+    decision = decide(human, auto, production_prompt(store.client, prompt_name), margin)
+    if not apply:
+        return PromotionResult(decision, applied=False)
+    experiment_id = store.experiment_id(experiment)
+    version = None
+    if decision.promote and decision.prompt_version and decision.model:
+        prompt = _judged_prompt(store, experiment_id, decision.prompt_version, suite)
+        version = promote_prompt(
+            store.client,
+            prompt_name,
+            prompt,
+            {"model": decision.model, "experiment": experiment},
+        )
+    run_id = _record(store, experiment_id, prompt_name, decision, version)
+    return PromotionResult(decision, True, version, run_id)
+
+
+def _judged_prompt(
+    store: TrackingStore, experiment_id: str, version: str, suite: str | Path | None
+) -> PromptVersion:
+    """The suite's prompt version, checked against the template the runs were made with."""
+    prompt = load_suite(suite).prompt(version)
+    clause = f"tags.`{KIND_TAG}` = 'cell' AND params.prompt_version = '{version}'"
+    judged = {run.data.tags.get("prompt_hash") for run in store.search(experiment_id, clause)}
+    if prompt.template_hash not in judged:
+        raise ConfigError(
+            f"prompt {version} of the suite is not the template that was judged "
+            "(it changed since collect): run the benchmark again before promoting"
+        )
+    return prompt
+
+
+def _record(
+    store: TrackingStore,
+    experiment_id: str,
+    prompt_name: str,
+    decision: Decision,
+    version: int | None,
+) -> str:
+    from mlflow.entities import RunTag
+
+    client = store.client
+    outcome = "promoted" if decision.promote else "refused"
+    tags = {
+        KIND_TAG: KIND_PROMOTION,
+        "decision": outcome,
+        "candidate": f"{decision.model}|{decision.prompt_version}",
+        "production_before": decision.production or "",
+        "prompt_name": prompt_name,
+    }
+    if version is not None:
+        tags[f"{PRODUCTION_ALIAS}_version"] = str(version)
+    run = client.create_run(experiment_id, run_name=f"promote {outcome}")
+    run_id: str = run.info.run_id
+    client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+    log_texts(client, run_id, {"decision.json": json.dumps(decision.to_dict(), indent=2)})
+    client.set_terminated(run_id, end_time=int(time.time() * 1000))
+    return run_id
