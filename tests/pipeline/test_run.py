@@ -1,0 +1,81 @@
+"""`tipbench run` end to end on the embedded model and a real `mlflow server`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from support.servers import MlflowServer
+
+pytestmark = pytest.mark.slow
+
+
+def tipbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tipbench.cli", *args], capture_output=True, text=True, timeout=900
+    )
+
+
+def test_run_then_resume_then_judge_by_hand(
+    mlflow_server: MlflowServer, experiment: str, tmp_path: Path
+) -> None:
+    judge_file, chart = tmp_path / "judge.json", tmp_path / "leaderboard.png"
+    grid = [
+        "--experiment", experiment, "--tracking-uri", mlflow_server.url,
+        "--prompts", "v1,v2-mentor", "--n-scenarios", "3", "--n-tips", "2",
+        "--max-tokens", "80", "--out", str(judge_file),
+    ]  # fmt: skip
+
+    first = tipbench("run", *grid, "--plot", str(chart))
+
+    assert first.returncode == 0, first.stderr
+    out = first.stdout
+    assert "6 cells: 0 already recorded, 6 collected, 0 failed" in out
+    assert "6 runs: 0 already auto-judged, 6 judged (12 candidates), 0 failed" in out
+    assert "6 runs (12 candidates) wait for the human judge" in out
+    assert "auto judge" in out and "llamacpp:smollm2-135m" in out
+    assert chart.stat().st_size > 10_000
+    client = MlflowClient(mlflow_server.url)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None
+    cells = client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    assert len(cells) == 6 and all("auto_composite" in r.data.metrics for r in cells)
+    assert client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'leaderboard'")
+
+    again = tipbench("run", *grid)
+    assert again.returncode == 0, again.stderr
+    assert "6 cells: 6 already recorded, 0 collected, 0 failed" in again.stdout
+    assert "model loads: none" in again.stdout
+    assert "6 runs: 6 already auto-judged, 0 judged" in again.stdout
+
+    data = json.loads(judge_file.read_text())
+    for item in data["items"]:
+        for candidate in item["candidates"]:
+            good = item["prompt_version"] == "v2-mentor"
+            candidate["scores"].update(relevance=4 if good else 2, actionability=3, tone=4)
+    judge_file.write_text(json.dumps(data))
+    applied = tipbench(
+        "judge", "apply", str(judge_file), "--experiment", experiment,
+        "--tracking-uri", mlflow_server.url,
+    )  # fmt: skip
+    assert "applied 6 runs" in applied.stdout, applied.stderr
+
+    board = tipbench(
+        "compare", "--experiment", experiment, "--tracking-uri", mlflow_server.url,
+        "--tier", "human", "--format", "json",
+    )  # fmt: skip
+    human = json.loads(board.stdout)
+    assert [(r["prompt_version"], r["rank"]) for r in human["rows"]] == [
+        ("v2-mentor", 1),
+        ("v1", 2),
+    ]
+    decision = tipbench(
+        "promote", "--experiment", experiment, "--tracking-uri", mlflow_server.url,
+    )  # fmt: skip
+    assert decision.returncode in (0, 3)
+    assert "dry run: nothing changed" in decision.stdout
