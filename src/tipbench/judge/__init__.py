@@ -18,6 +18,7 @@ from tipbench.judge._human import (
     ApplyResult,
     ExportResult,
     apply_judge_file,
+    apply_judgements,
     default_judge,
     export_pending,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Tier",
     "agreement",
     "apply_judge_file",
+    "apply_judgements",
     "auto_judge",
     "decode_scores",
     "default_judge",

@@ -117,15 +117,30 @@ def apply_judge_file(
     Raises:
         ConfigError: naming the item and the problem; nothing is written then.
     """
-    judge_file = read_judge_file(path)
+    return apply_judgements(store, experiment, read_judge_file(path), judged_by, str(path))
+
+
+def apply_judgements(
+    store: TrackingStore,
+    experiment: str,
+    judge_file: JudgeFile,
+    judged_by: str | None = None,
+    source: str = "judge file",
+) -> ApplyResult:
+    """`apply_judge_file` for a judge file already parsed (a file, or the judging page).
+
+    Raises:
+        ConfigError: naming `source`, the item and the problem; nothing is written then.
+    """
     if judge_file.experiment != experiment:
         raise ConfigError(
-            f"{path}: exported from experiment {judge_file.experiment!r}, not {experiment!r}"
+            f"{source}: exported from experiment {judge_file.experiment!r}, not {experiment!r}"
         )
     experiment_id = store.experiment_id(experiment)
     runs = {run.info.run_id: run for run in judgeable_runs(store, experiment_id)}
     plan = [
-        _planned(path, experiment, index, item, runs) for index, item in enumerate(judge_file.items)
+        _planned(source, experiment, index, item, runs)
+        for index, item in enumerate(judge_file.items)
     ]
 
     result = ApplyResult()
@@ -159,10 +174,10 @@ def apply_judge_file(
 
 
 def _planned(
-    path: Path, experiment: str, index: int, item: Item, runs: dict[str, Run]
+    source: str, experiment: str, index: int, item: Item, runs: dict[str, Run]
 ) -> tuple[Run, dict[str, Scores], bool]:
     """Check one item against its run; return the run, merged scores and completeness."""
-    where = f"{path}: items[{index}] (run {item.run_id})"
+    where = f"{source}: items[{index}] (run {item.run_id})"
     run = runs.get(item.run_id)
     if run is None:
         raise ConfigError(f"{where}: not a judgeable cell run of experiment {experiment!r}")
