@@ -1,0 +1,63 @@
+"""The admin app: API routers and pages, every route behind admin auth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.middleware.sessions import SessionMiddleware
+
+from tipbench._errors import ConfigError, TipbenchError, TrackingError
+from tipbench.server import _api_bench, _api_judging
+from tipbench.server._auth import require_admin
+from tipbench.server._settings import ServerSettings
+
+SESSION_COOKIE = "tipbench_session"
+
+
+def create_app(settings: ServerSettings | None = None) -> FastAPI:
+    """The FastAPI app of `tipbench serve`.
+
+    Raises:
+        ConfigError: if no admin token is configured.
+    """
+    settings = settings or ServerSettings()
+    settings.tokens  # noqa: B018 - refuse to start without tokens
+    app = FastAPI(
+        title="tipbench admin API",
+        version="1",
+        docs_url=None,  # served below, behind auth
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.settings = settings
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=settings.session_secret.get_secret_value(),
+        session_cookie=SESSION_COOKIE,
+        max_age=settings.session_max_age_s,
+        same_site="strict",
+        https_only=settings.secure_cookies,
+    )
+    admin = [Depends(require_admin)]
+    app.include_router(_api_bench.router, dependencies=admin)
+    app.include_router(_api_judging.router, dependencies=admin)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=admin)
+    def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get("/docs", include_in_schema=False, dependencies=admin)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="tipbench admin API")
+
+    @app.exception_handler(TipbenchError)
+    def tipbench_error(request: Request, exc: TipbenchError) -> JSONResponse:
+        status = 422 if isinstance(exc, ConfigError) else 500
+        if isinstance(exc, TrackingError):
+            status = 404 if "no experiment" in str(exc) else 503
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    return app

@@ -1,0 +1,55 @@
+"""Server settings, from the environment (`TIPBENCH_*`), injected with `Depends`."""
+
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tipbench._errors import ConfigError
+from tipbench.tracking import data_dir, resolve_tracking_uri
+
+
+class ServerSettings(BaseSettings):
+    """How `tipbench serve` runs. Tokens never come from the repository: set
+    `TIPBENCH_ADMIN_TOKEN` (one or more, comma-separated) or `TIPBENCH_ADMIN_TOKEN_FILE`."""
+
+    model_config = SettingsConfigDict(env_prefix="TIPBENCH_", extra="ignore")
+
+    admin_token: SecretStr | None = None
+    admin_token_file: Path | None = None
+    session_secret: SecretStr = Field(default_factory=lambda: SecretStr(secrets.token_hex(32)))
+    session_max_age_s: int = 8 * 3600
+    secure_cookies: bool = True
+    tracking_uri: str | None = Field(default=None, validation_alias="MLFLOW_TRACKING_URI")
+    home: Path = Field(default_factory=data_dir)
+
+    @cached_property
+    def tokens(self) -> tuple[str, ...]:
+        """The admin tokens (at least one, each at least 16 characters)."""
+        raw = self.admin_token.get_secret_value() if self.admin_token else ""
+        if self.admin_token_file is not None:
+            try:
+                raw += "," + self.admin_token_file.read_text(encoding="utf-8").replace("\n", ",")
+            except OSError as exc:
+                raise ConfigError(f"{self.admin_token_file}: {exc.strerror}") from None
+        tokens = tuple(t.strip() for t in raw.split(",") if t.strip())
+        if not tokens:
+            raise ConfigError(
+                "no admin token: set TIPBENCH_ADMIN_TOKEN (comma-separated for several) "
+                "or TIPBENCH_ADMIN_TOKEN_FILE"
+            )
+        if any(len(t) < 16 for t in tokens):
+            raise ConfigError("admin tokens must be at least 16 characters long")
+        return tokens
+
+    @property
+    def store_uri(self) -> str:
+        return resolve_tracking_uri(self.tracking_uri)
+
+    @property
+    def jobs_db(self) -> Path:
+        return self.home / "jobs.sqlite"
