@@ -46,7 +46,9 @@ def test_each_scenario_weighs_the_same(judged: JudgedExperiment) -> None:
     assert alpha.composite != pytest.approx(fmean([13, 15, 14, 15, 13, 14, 15]))
     assert (alpha.n_scenarios, alpha.n_runs, alpha.n_candidates) == (6, 7, 14)
     for (model, prompt), values in HUMAN.items():
-        assert board(judged).row(model, prompt).composite == pytest.approx(fmean(values.values()))
+        row = board(judged).row(model, prompt)
+        assert row.composite == pytest.approx(fmean(values.values()))
+        assert row.scenarios == pytest.approx(values)  # what promotion pairs by scenario
 
 
 def test_per_criterion_means_average_runs_then_scenarios(sqlite_uri: str) -> None:
