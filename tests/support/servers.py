@@ -27,6 +27,8 @@ class ServerProcess:
 
     health_path = "/"
     start_timeout_s = 90.0
+    env: dict[str, str] | None = None
+    """Variables set for the subprocess on top of this process's environment."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -46,6 +48,7 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=self.workdir,
+            env=None if self.env is None else {**os.environ, **self.env},
         )
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:

@@ -1,0 +1,255 @@
+// The judging page: one candidate at a time, scored from the keyboard; a run is saved
+// (POST .../scores, validated as `tipbench judge apply` validates a file) once every one
+// of its candidates is scored.
+"use strict";
+
+(() => {
+  const { el, show } = tipbench;
+  const root = document.getElementById("judge");
+  const experiment = root.dataset.experiment;
+  const form = document.getElementById("score-form");
+  const criteria = [...form.querySelectorAll("fieldset.criterion")].map((f) => f.dataset.criterion);
+  const flagKeys = { f: "format_ok", o: "overlong" };
+  const $ = (id) => document.getElementById(id);
+  const nameInput = $("judge-name");
+
+  const state = {
+    item: null, // the run being judged, as the API sent it; scores filled in as we go
+    index: 0, // the candidate shown
+    active: 0, // the criterion keys 1-5 score
+    remainingRuns: 0,
+    remainingCandidates: 0,
+    busy: false,
+  };
+
+  nameInput.value = localStorage.getItem("tipbench.judge") || "";
+  nameInput.addEventListener("change", () => {
+    localStorage.setItem("tipbench.judge", nameInput.value.trim());
+  });
+
+  const candidate = () => state.item.candidates[state.index];
+  const complete = (c) => criteria.every((name) => Number.isInteger(c.scores[name]));
+  const scoredCount = () => state.item.candidates.filter(complete).length;
+
+  function renderRemaining() {
+    const left = state.remainingCandidates - (state.item ? scoredCount() : 0);
+    const runs = state.remainingRuns;
+    let text = `${left} candidate${left === 1 ? "" : "s"} left in ${runs} run${runs === 1 ? "" : "s"}`;
+    if (runs === 0) text = "Nothing left to judge.";
+    else if (left === 0) text = "Every candidate scored; the last run is not saved yet";
+    $("remaining").textContent = text;
+  }
+
+  function renderScenario(scenario) {
+    $("scenario-id").textContent = scenario.id || "";
+    $("persona-name").textContent = scenario.persona_name || scenario.persona || "";
+    $("persona-description").textContent = scenario.persona_description || "";
+    $("time-slot").textContent = scenario.time_slot_label || scenario.time_slot || "";
+    $("local-time").textContent = scenario.local_time ? `at ${scenario.local_time}` : "";
+    $("slot-context").textContent = scenario.slot_context || "";
+    $("tasks").replaceChildren(...(scenario.tasks || []).map((task) => el("li", {}, task)));
+  }
+
+  // The rubric is Markdown; show its headings, lists and **bold** without any raw HTML.
+  function renderRubric(rubric) {
+    $("rubric-id").textContent = rubric.id;
+    const box = $("rubric-text");
+    box.replaceChildren();
+    let list = null;
+    const inline = (text) =>
+      text.split(/(\*\*[^*]+\*\*|`[^`]+`)/).map((part) => {
+        if (part.startsWith("**") && part.endsWith("**")) return el("strong", {}, part.slice(2, -2));
+        if (part.startsWith("`") && part.endsWith("`")) return el("code", {}, part.slice(1, -1));
+        return part;
+      });
+    for (const line of rubric.text.split("\n")) {
+      const heading = line.match(/^(#{1,3}) (.*)$/);
+      const item = line.match(/^(\s*)- (.*)$/);
+      if (heading) {
+        list = null;
+        const name = heading[2].split(" ")[0];
+        box.append(el(heading[1].length === 1 ? "h3" : "h4", { "data-section": name }, heading[2]));
+      } else if (item) {
+        if (!list) box.append((list = el("ul")));
+        list.append(el("li", { class: item[1] ? "example" : null }, inline(item[2])));
+      } else if (line.trim()) {
+        list = null;
+        box.append(el("p", {}, inline(line)));
+      }
+    }
+  }
+
+  function renderCandidate() {
+    const item = state.item;
+    const current = candidate();
+    $("run-info").textContent = `${item.model} · prompt ${item.prompt_version} · run ${item.run_id}`;
+    $("candidate-position").textContent = `${state.index + 1} of ${item.candidates.length}`;
+    $("candidate-text").textContent = current.text;
+    $("candidate-steps").replaceChildren(
+      ...item.candidates.map((c, i) =>
+        el(
+          "li",
+          {
+            class: [complete(c) ? "scored" : "", i === state.index ? "current" : ""].join(" "),
+            "aria-current": i === state.index ? "step" : null,
+            title: complete(c) ? `${c.id}: scored` : `${c.id}: not scored yet`,
+          },
+          String(i + 1),
+        ),
+      ),
+    );
+    for (const name of criteria) {
+      for (const radio of form.elements[name]) {
+        radio.checked = Number(radio.value) === current.scores[name];
+      }
+    }
+    for (const flag of Object.values(flagKeys)) form.elements[flag].checked = current.scores[flag] === 1;
+    const firstMissing = criteria.findIndex((name) => !Number.isInteger(current.scores[name]));
+    setActive(firstMissing === -1 ? criteria.length : firstMissing);
+    show($("judge-error"), "");
+    renderRemaining();
+  }
+
+  // Which criterion the number keys score; past the last one, Enter saves.
+  function setActive(index) {
+    state.active = index;
+    form.querySelectorAll("fieldset.criterion").forEach((fieldset, i) => {
+      fieldset.classList.toggle("active", i === index);
+    });
+    $("save").classList.toggle("ready", index >= criteria.length);
+    const name = criteria[Math.min(index, criteria.length - 1)];
+    const box = $("rubric-text");
+    box.querySelectorAll("[data-section]").forEach((h) => {
+      h.classList.toggle("current", h.dataset.section === name && index < criteria.length);
+    });
+    const heading = box.querySelector(`[data-section="${name}"]`);
+    // .rubric-text is positioned, so offsetTop is measured from its top.
+    if (heading && index < criteria.length) box.scrollTop = heading.offsetTop - 8;
+  }
+
+  function readForm() {
+    const scores = { ...candidate().scores };
+    for (const name of criteria) {
+      const checked = form.querySelector(`input[name="${name}"]:checked`);
+      scores[name] = checked ? Number(checked.value) : null;
+    }
+    for (const flag of Object.values(flagKeys)) scores[flag] = form.elements[flag].checked ? 1 : 0;
+    return scores;
+  }
+
+  function go(index) {
+    candidate().scores = readForm();
+    state.index = (index + state.item.candidates.length) % state.item.candidates.length;
+    renderCandidate();
+  }
+
+  async function saveCandidate() {
+    if (state.busy || !state.item) return;
+    const scores = readForm();
+    const missing = criteria.filter((name) => scores[name] === null);
+    if (missing.length) {
+      show($("judge-error"), `Score ${missing.join(" and ")} first (keys 1–5).`);
+      setActive(criteria.indexOf(missing[0]));
+      return;
+    }
+    candidate().scores = scores;
+    const candidates = state.item.candidates;
+    const next = candidates.findIndex((c, i) => i > state.index && !complete(c));
+    const anyLeft = next === -1 ? candidates.findIndex((c) => !complete(c)) : next;
+    if (anyLeft !== -1) {
+      state.index = anyLeft;
+      renderCandidate();
+      return;
+    }
+    await saveRun();
+  }
+
+  async function saveRun() {
+    state.busy = true;
+    $("save").disabled = true;
+    const judge = nameInput.value.trim();
+    const query = judge ? `?judge=${encodeURIComponent(judge)}` : "";
+    try {
+      const saved = await tipbench.post(
+        `/api/bench/judging/${encodeURIComponent(experiment)}/scores${query}`,
+        state.item,
+      );
+      if (saved.applied + saved.unchanged === 0) {
+        throw new Error("the scores were not written to the tracking store; try again");
+      }
+      show($("judge-notice"), `Saved run ${state.item.run_id}.`);
+      await loadNext();
+    } catch (error) {
+      renderCandidate();
+      show($("judge-notice"), "");
+      show($("judge-error"), `Not saved: ${error.message}`);
+    } finally {
+      state.busy = false;
+      $("save").disabled = false;
+    }
+  }
+
+  async function loadNext() {
+    const next = await tipbench.get(`/api/bench/judging/${encodeURIComponent(experiment)}/next`);
+    state.remainingRuns = next.remaining_runs;
+    state.remainingCandidates = next.remaining_candidates;
+    state.item = next.item;
+    if (!next.item) {
+      root.hidden = true;
+      $("done").hidden = false;
+      renderRemaining();
+      return;
+    }
+    if (next.rubric) renderRubric(next.rubric);
+    renderScenario(next.item.scenario);
+    const first = next.item.candidates.findIndex((c) => !complete(c));
+    state.index = first === -1 ? 0 : first;
+    root.hidden = false;
+    renderCandidate();
+  }
+
+  function onKey(event) {
+    if (!state.item || event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    if (target === nameInput || (target.tagName === "INPUT" && target.type === "text")) return;
+    if (target.closest("a, button") && !form.contains(target)) return; // e.g. Log out
+    const key = event.key;
+    if (/^[1-5]$/.test(key)) {
+      const index = Math.min(state.active, criteria.length - 1);
+      const radio = form.querySelector(`input[name="${criteria[index]}"][value="${key}"]`);
+      radio.checked = true;
+      candidate().scores = readForm();
+      show($("judge-error"), "");
+      setActive(index + 1);
+    } else if (flagKeys[key.toLowerCase()]) {
+      const box = form.elements[flagKeys[key.toLowerCase()]];
+      box.checked = !box.checked;
+    } else if (key === "Enter") {
+      saveCandidate();
+    } else if (key === "ArrowLeft" && !target.matches("input[type=radio]")) {
+      go(state.index - 1);
+    } else if (key === "ArrowRight" && !target.matches("input[type=radio]")) {
+      go(state.index + 1);
+    } else {
+      return;
+    }
+    event.preventDefault();
+  }
+
+  document.addEventListener("keydown", onKey);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveCandidate();
+  });
+  form.addEventListener("change", (event) => {
+    const index = criteria.indexOf(event.target.name);
+    if (index !== -1) setActive(index + 1);
+  });
+  form.querySelectorAll("fieldset.criterion").forEach((fieldset, i) => {
+    fieldset.addEventListener("click", () => {
+      if (!fieldset.querySelector("input:checked")) setActive(i);
+    });
+  });
+
+  loadNext().catch((error) => show($("load-error"), `Could not load the next run: ${error.message}`));
+})();

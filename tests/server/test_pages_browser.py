@@ -1,0 +1,239 @@
+"""The web pages in a real browser: Debian's Chromium driven by Playwright, against the admin
+app served by uvicorn on loopback with a real MLflow store.
+
+Chromium counts http://localhost as a secure context, so the session cookie keeps its
+Secure flag here exactly as in production. Screenshots of every page go to
+test-artifacts/pages/.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from support.cells import record_cells
+from support.judged_experiment import ALPHA, BETA, DELTA, GAMMA, make_judged_experiment
+from support.servers import ServerProcess
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import Browser, Locator, Page, expect  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "browser-test-token-0123456789"
+SHOTS = Path(__file__).parents[2] / "test-artifacts" / "pages"
+TIMEOUT_MS = 15_000
+
+
+class AdminServer(ServerProcess):
+    """The admin app (`create_app` under uvicorn), with its own store and home."""
+
+    health_path = "/login"
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.url = f"http://localhost:{self.port}"  # a secure context for Chromium
+        self.tracking_uri = f"sqlite:///{workdir / 'mlflow.db'}"
+        self.env = {
+            "TIPBENCH_ADMIN_TOKEN": TOKEN,
+            "TIPBENCH_HOME": str(workdir / "home"),
+            "MLFLOW_TRACKING_URI": self.tracking_uri,
+        }
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "uvicorn", "--factory", "tipbench.server:create_app",
+            "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
+        ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminServer]:
+    with AdminServer(tmp_path_factory.mktemp("admin-server")) as started:
+        yield started  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("chromium is not installed (scripts/test installs it with apt-get)")
+    with playwright_sync.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=executable,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser, server: AdminServer) -> Iterator[Page]:
+    """A fresh browser context (no cookies) that reports script errors as test failures."""
+    context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert not errors, errors
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SHOTS / f"{name}.png", full_page=True)
+
+
+def log_in(page: Page, token: str = TOKEN) -> None:
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Log in").click()
+
+
+def test_every_page_needs_a_session_and_a_wrong_token_gets_none(page: Page) -> None:
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/login$"))
+    shot(page, "login")
+    for path in ("/static/bench.js", "/judge/tip-bench-any"):
+        page.goto(path)
+        expect(page).to_have_url(re.compile(r"/login$"))
+    assert page.request.get("/api/bench/experiments").status == 401
+
+    page.goto("/login")
+    log_in(page, "not-the-admin-token-at-all")
+    expect(page.get_by_role("alert")).to_have_text("Wrong token.")
+    shot(page, "login-wrong-token")
+    assert page.request.get("/api/bench/experiments").status == 401
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/login$"))
+
+    log_in(page)
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.get_by_role("heading", name="Bench", exact=True)).to_be_visible()
+    (cookie,) = page.context.cookies()
+    assert (cookie["httpOnly"], cookie["secure"], cookie["sameSite"]) == (True, True, "Strict")
+    assert page.request.get("/api/bench/experiments").status == 200
+
+    # The cookie alone does not authorize a change: the CSRF token must come with it.
+    statuses = page.evaluate(
+        """async () => {
+            const bare = await fetch("/logout", {method: "POST"});
+            const token = document.querySelector('meta[name="csrf-token"]').content;
+            const wrong = await fetch("/api/bench/judging/tip-bench-any/scores",
+                {method: "POST", headers: {"X-CSRF-Token": token + "x"}});
+            return [bare.status, wrong.status];
+        }"""
+    )
+    assert statuses == [403, 403]
+
+    page.get_by_role("button", name="Log out").click()
+    expect(page).to_have_url(re.compile(r"/login$"))
+    assert page.request.get("/api/bench/experiments").status == 401
+
+
+def test_judging_page_scores_candidates_from_the_keyboard(
+    page: Page, server: AdminServer, experiment: str
+) -> None:
+    run_ids = record_cells(server.tracking_uri, experiment, n_scenarios=2)
+    client = MlflowClient(server.tracking_uri)
+
+    page.goto(f"/judge/{experiment}")
+    log_in(page)  # and back to the judging page
+    expect(page).to_have_url(re.compile(f"/judge/{experiment}$"))
+    remaining = page.locator("#remaining")
+    expect(remaining).to_have_text("4 candidates left in 2 runs")
+    expect(page.locator("#persona-name")).to_have_text("Maya")
+    expect(page.locator("#rubric-heading")).to_contain_text("tip-v1")
+    page.get_by_label("Judged by").fill("browser-judge")
+    page.get_by_label("Judged by").blur()  # remembered for the next visit
+    first_run = _shown_run(page)
+    assert first_run in run_ids
+    shot(page, "judge")
+
+    page.keyboard.press("Enter")  # nothing scored yet: refused, inline
+    expect(page.locator("#judge-error")).to_contain_text("Score relevance and actionability")
+    shot(page, "judge-incomplete")
+
+    for key in ("4", "3", "5", "Enter"):
+        page.keyboard.press(key)
+    expect(page.locator("#candidate-position")).to_have_text("2 of 2")
+    expect(remaining).to_have_text("3 candidates left in 2 runs")
+    for key in ("2", "2", "1", "o", "Enter"):  # o: this one is overlong after all
+        page.keyboard.press(key)
+    expect(remaining).to_have_text("2 candidates left in 1 run")
+    expect(page.locator("#judge-notice")).to_have_text(f"Saved run {first_run}.")
+
+    run = client.get_run(first_run)
+    assert run.data.metrics["relevance"] == 3.0  # (4 + 2) / 2
+    assert run.data.metrics["actionability"] == 2.5
+    assert run.data.metrics["tone"] == 3.0
+    assert run.data.metrics["overlong"] == 0.5
+    assert run.data.metrics["format_ok"] == 1.0
+    assert run.data.tags["judge_pending"] == "false"
+    assert run.data.tags["judged_by"] == "browser-judge"
+
+    # The second run disappears before it is saved: the API's validation error is shown
+    # inline, and nothing is lost; once the run is back, the same keystroke saves it.
+    second_run = _shown_run(page)
+    client.delete_run(second_run)
+    for key in ("5", "5", "5", "Enter", "1", "1", "1", "Enter"):
+        page.keyboard.press(key)
+    expect(page.locator("#judge-error")).to_contain_text("not a judgeable cell run")
+    shot(page, "judge-api-error")
+    client.restore_run(second_run)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Nothing left to judge")).to_be_visible()
+    expect(remaining).to_have_text("Nothing left to judge.")
+    shot(page, "judge-done")
+    assert client.get_run(second_run).data.metrics["composite"] == pytest.approx(
+        ((5 + 5 + 5 + 2) + (1 + 1 + 1 + 2)) / 2
+    )
+
+
+def test_bench_panel_shows_each_tiers_leaderboard_as_table_and_chart(
+    page: Page, server: AdminServer, experiment: str
+) -> None:
+    make_judged_experiment(server.tracking_uri, experiment)  # leaderboards known by hand
+    page.goto("/login")
+    log_in(page)
+    page.get_by_role("row", name=experiment).get_by_role("button", name="Leaderboard").click()
+    human = page.get_by_role("region", name="Human judge leaderboard")
+    auto = page.get_by_role("region", name="Automatic judge leaderboard")
+    expect(human.locator("tbody tr")).to_have_count(4)
+
+    rows = human.locator("tbody tr")
+    assert _cells(rows.nth(0))[:4] == ["1", ALPHA, "v1", f"{85 / 6:.2f}"]
+    assert _cells(rows.nth(0))[-2] == "leader"
+    assert _cells(rows.nth(1))[:3] == ["2", BETA, "v1"]
+    assert _cells(rows.nth(2))[:3] == ["3", GAMMA, "v1"]
+    assert _cells(rows.nth(3))[:3] == ["–", ALPHA, "v2"]
+    assert _cells(rows.nth(3))[-2] == "not ranked"
+    assert [_cells(row)[1] for row in auto.locator("tbody tr").all()] == [BETA, DELTA, ALPHA]
+
+    chart = human.get_by_role("img", name=re.compile("Mean composite"))
+    bars = chart.locator("rect")
+    expect(bars).to_have_count(4)
+    colours = [bars.nth(i).get_attribute("fill") for i in range(4)]
+    assert colours[0] == "#d9822b" and colours[3] == "#c8c8c8"  # leader orange, unranked grey
+    widths = [float(bars.nth(i).get_attribute("width") or 0) for i in range(3)]
+    assert widths == sorted(widths, reverse=True)  # ranked bars shrink with the mean
+    expect(page.get_by_role("link", name="Judge its pending candidates")).to_have_attribute(
+        "href", f"/judge/{experiment}"
+    )
+    shot(page, "bench-leaderboard")
+
+
+def _cells(row: Locator) -> list[str]:
+    return [cell.strip() for cell in row.locator("td").all_inner_texts()]
+
+
+def _shown_run(page: Page) -> str:
+    match = re.search(r"run (\w+)$", page.locator("#run-info").inner_text())
+    assert match, page.locator("#run-info").inner_text()
+    return match.group(1)
