@@ -76,7 +76,7 @@ def _colour(row: LeaderboardRow) -> str:
 
 def _panel(axis: Any, board: Leaderboard) -> None:
     axis.set_title(
-        f"{board.experiment} · {board.tier} judge · {board.n_runs} judged runs",
+        f"{board.experiment} · {board.tier} judge · {board.n_runs:,} judged runs",
         fontsize=12,
         loc="left",
         fontweight="bold",

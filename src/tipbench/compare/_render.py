@@ -74,7 +74,7 @@ def _versus(row: LeaderboardRow, with_interval: bool = True) -> tuple[str, str]:
 
 def _title(board: Leaderboard) -> str:
     return (
-        f"{board.experiment} · {board.tier} judge · {board.n_runs} judged runs, "
+        f"{board.experiment} · {board.tier} judge · {board.n_runs:,} judged runs, "
         f"{len(board.ranked)} of {len(board.rows)} cells ranked"
     )
 
