@@ -16,6 +16,7 @@ from tipbench.cli._compare import compare_command
 from tipbench.cli._judge import judge_group
 from tipbench.cli._promote import promote_command
 from tipbench.cli._run import run_command
+from tipbench.cli._serve import serve_command
 
 
 @click.group()
@@ -29,6 +30,7 @@ cli.add_command(compare_command)
 cli.add_command(judge_group)
 cli.add_command(promote_command)
 cli.add_command(run_command)
+cli.add_command(serve_command)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:

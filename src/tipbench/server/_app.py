@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.middleware.sessions import SessionMiddleware
 
 from tipbench._errors import ConfigError, TipbenchError, TrackingError
-from tipbench.server import _api_bench, _api_judging, _pages
+from tipbench.server import _api_bench, _api_jobs, _api_judging, _pages
 from tipbench.server._auth import require_admin
 from tipbench.server._settings import ServerSettings
 
@@ -31,6 +31,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         docs_url=None,  # served below, behind auth
         redoc_url=None,
         openapi_url=None,
+        lifespan=_api_jobs.lifespan,  # the job runner
     )
     app.state.settings = settings
     app.add_middleware(
@@ -44,6 +45,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     admin = [Depends(require_admin)]
     app.include_router(_api_bench.router, dependencies=admin)
     app.include_router(_api_judging.router, dependencies=admin)
+    app.include_router(_api_jobs.router, dependencies=admin)
     app.include_router(_pages.router)  # applies the admin dependency itself, but on /login
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=admin)

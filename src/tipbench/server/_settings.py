@@ -26,6 +26,8 @@ class ServerSettings(BaseSettings):
     secure_cookies: bool = True
     tracking_uri: str | None = Field(default=None, validation_alias="MLFLOW_TRACKING_URI")
     home: Path = Field(default_factory=data_dir)
+    run_jobs: bool = True  # false: the API queues jobs but this process never runs them
+    job_grace_s: float = Field(default=30.0, gt=0)  # a cancelled job's time to stop cleanly
 
     @cached_property
     def tokens(self) -> tuple[str, ...]:

@@ -1,0 +1,36 @@
+"""`tipbench serve`: the admin API, job runner and web pages under uvicorn."""
+
+from __future__ import annotations
+
+import contextlib
+
+import click
+
+from tipbench._errors import ConfigError
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="TCP port."
+)
+def serve_command(host: str, port: int) -> None:
+    """Serve the admin API and web panel, and run the pipeline jobs it starts.
+
+    Every route needs an admin token: set TIPBENCH_ADMIN_TOKEN (comma-separated for several)
+    or TIPBENCH_ADMIN_TOKEN_FILE. Jobs, their logs and the default MLflow store live in
+    $TIPBENCH_HOME; MLFLOW_TRACKING_URI points the server at another store.
+    """
+    try:
+        import uvicorn
+
+        from tipbench.server import ServerSettings, create_app
+    except ImportError as exc:
+        raise ConfigError(
+            f"tipbench serve needs the 'serve' extra ({exc.name} is missing): "
+            "pip install 'tipbench[serve]'"
+        ) from None
+    app = create_app(ServerSettings())  # refuses to start without an admin token
+    click.echo(f"tipbench admin on http://{host}:{port} (API docs at /docs)", err=True)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the signal it stopped on
+        uvicorn.run(app, host=host, port=port, log_level="info", workers=1)

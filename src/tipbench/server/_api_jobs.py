@@ -1,0 +1,179 @@
+"""`/api/bench/run` and `/api/bench/jobs`: pipeline jobs, their progress, logs and cancel."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel
+
+from tipbench.server._job_runner import JobRunner
+from tipbench.server._jobs import (
+    FINISHED,
+    RESUMABLE,
+    Job,
+    JobConflict,
+    JobNotFound,
+    JobState,
+    JobStore,
+)
+from tipbench.server._run_request import RunRequest
+from tipbench.server._settings import ServerSettings
+
+router = APIRouter(prefix="/api/bench", tags=["jobs"])
+
+#: How long `cancel` waits for a running job to stop before answering.
+CANCEL_WAIT_S = 60.0
+
+JobId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="A job id (32 hex digits).")]
+
+
+def runner_for(app: FastAPI) -> JobRunner:
+    """The app's job runner (and its database), made on first use."""
+    runner: JobRunner | None = getattr(app.state, "jobs", None)
+    if runner is None:
+        settings: ServerSettings = app.state.settings
+        runner = app.state.jobs = JobRunner(
+            JobStore(settings.jobs_db, settings.home / "jobs"),
+            home=settings.home,
+            tracking_uri=settings.store_uri,
+            grace_s=settings.job_grace_s,
+        )
+    return runner
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Run jobs while the app serves (unless `TIPBENCH_RUN_JOBS=false`)."""
+    settings: ServerSettings = app.state.settings
+    runner = runner_for(app) if settings.run_jobs else None
+    if runner is not None:
+        runner.start()
+    try:
+        yield
+    finally:
+        if runner is not None:
+            await run_in_threadpool(runner.stop)
+
+
+def get_runner(request: Request) -> JobRunner:
+    return runner_for(request.app)
+
+
+Runner = Annotated[JobRunner, Depends(get_runner)]
+
+
+class JobCreated(BaseModel):
+    job_id: str
+    state: JobState
+
+
+class JobStatus(BaseModel):
+    """A job and how far it is. `cells_*` count grid cells (collect); `judged` and
+    `judge_total` count candidates (automatic judge)."""
+
+    job_id: str
+    state: JobState
+    experiment: str
+    phase: str | None
+    cells_done: int
+    cells_total: int
+    judged: int
+    judge_total: int
+    error: str | None
+    exit_code: int | None
+    attempts: int
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    pid: int | None
+    cancellable: bool
+    resumable: bool
+    config: dict[str, Any]
+
+    @classmethod
+    def of(cls, job: Job) -> JobStatus:
+        progress = job.progress
+        return cls(
+            job_id=job.id,
+            state=job.state,
+            experiment=job.experiment,
+            phase=progress.phase,
+            cells_done=progress.cells_done,
+            cells_total=progress.cells_total,
+            judged=progress.judged,
+            judge_total=progress.judge_total,
+            error=job.error,
+            exit_code=job.exit_code,
+            attempts=job.attempts,
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            pid=job.pid,
+            cancellable=job.state not in FINISHED,
+            resumable=job.state in RESUMABLE,
+            config=job.config,
+        )
+
+
+def _job(runner: JobRunner, job_id: str) -> Job:
+    try:
+        return runner.store.get(job_id)
+    except JobNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+@router.post("/run", status_code=202, response_model=JobCreated)
+def start_run(body: RunRequest, runner: Runner, response: Response) -> JobCreated:
+    """Queue `tipbench run` with this config; jobs run one at a time, oldest first."""
+    job = runner.submit(body)
+    response.headers["Location"] = f"/api/bench/jobs/{job.id}"
+    return JobCreated(job_id=job.id, state=job.state)
+
+
+@router.get("/jobs", response_model=list[JobStatus])
+def list_jobs(runner: Runner, limit: int = Query(50, ge=1, le=1000)) -> list[JobStatus]:
+    """The most recent jobs, newest first."""
+    return [JobStatus.of(job) for job in runner.store.jobs(limit)]
+
+
+@router.get("/jobs/{job_id}", response_model=JobStatus)
+def job_status(job_id: JobId, runner: Runner) -> JobStatus:
+    """A job's state and progress."""
+    return JobStatus.of(_job(runner, job_id))
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobStatus)
+def cancel_job(job_id: JobId, runner: Runner) -> JobStatus:
+    """Cancel a queued job, or stop a running one (its model is unloaded and what it
+    finished is kept); answers once it has stopped. 409 if it has already finished."""
+    _job(runner, job_id)
+    try:
+        return JobStatus.of(runner.cancel(job_id, wait_s=CANCEL_WAIT_S))
+    except JobConflict as exc:
+        raise HTTPException(409, str(exc)) from None
+
+
+@router.post("/jobs/{job_id}/resume", status_code=202, response_model=JobStatus)
+def resume_job(job_id: JobId, runner: Runner) -> JobStatus:
+    """Queue a failed, cancelled or interrupted job again with the same config; the
+    pipeline skips what is already recorded. 409 for other states."""
+    _job(runner, job_id)
+    try:
+        return JobStatus.of(runner.resume(job_id))
+    except JobConflict as exc:
+        raise HTTPException(409, str(exc)) from None
+
+
+@router.get("/jobs/{job_id}/log", response_class=PlainTextResponse)
+def job_log(
+    job_id: JobId,
+    runner: Runner,
+    tail: int | None = Query(None, ge=1, le=100_000, description="Only the last N lines."),
+) -> PlainTextResponse:
+    """The job's log: every attempt's output, as plain text."""
+    return PlainTextResponse(runner.log(_job(runner, job_id).id, tail))

@@ -1,0 +1,177 @@
+"""The body of `POST /api/bench/run`: the keys of SPEC §7, validated as `CollectConfig` does."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from tipbench._errors import TipbenchError
+from tipbench.collect import DEFAULT_EXPERIMENT, CollectConfig
+from tipbench.server._deps import EXPERIMENT_PATTERN
+from tipbench.suite import Suite, load_suite
+
+_GRID = CollectConfig.model_json_schema()["properties"]
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "minItems")
+_TRACKING_SCHEMES = frozenset({"http", "https", "sqlite", "file", "postgresql", "mysql", "mssql"})
+
+
+def _grid_field(name: str, description: str, **kwargs: Any) -> Any:
+    """A field documented with the bounds `CollectConfig` enforces for the same key."""
+    bounds = {key: value for key, value in _GRID[name].items() if key in _BOUNDS}
+    return Field(description=description, json_schema_extra=bounds, **kwargs)
+
+
+@cache
+def _bundled_suite() -> Suite:
+    return load_suite()
+
+
+class RunRequest(BaseModel):
+    """A pipeline run to start: the grid on the bundled suite, and where to track it.
+
+    Every key is optional; unknown keys are refused. Model specs, bounds and types are
+    checked exactly as `tipbench run` checks its options, prompt versions against the
+    bundled suite, so a bad body is refused before a job exists.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[str] = _grid_field(
+        "models",
+        "Model specs, as a list or one comma-separated string.",
+        default_factory=lambda: CollectConfig().models,
+    )
+    prompts: list[str] = _grid_field(
+        "prompts",
+        "Prompt versions of the bundled suite, as a list or one comma-separated string.",
+        default_factory=lambda: CollectConfig().prompts,
+    )
+    n_tips: int = _grid_field("n_tips", "Candidates per cell.", default=5)
+    n_scenarios: int = _grid_field("n_scenarios", "The first N scenarios (0 = all).", default=0)
+    temperature: float = _grid_field("temperature", "Sampling temperature.", default=0.7)
+    experiment: str = Field(
+        default=DEFAULT_EXPERIMENT,
+        description="The MLflow experiment, a `tip-bench-*` name.",
+        json_schema_extra={"pattern": EXPERIMENT_PATTERN},
+    )
+    max_model_b: float = _grid_field(
+        "max_model_b", "Refuse models above this many billion parameters.", default=4.0
+    )
+    ollama_url: str = Field(
+        default_factory=lambda: CollectConfig().ollama_url, description="The Ollama server."
+    )
+    mlflow_url: str | None = Field(
+        default=None, description="MLflow tracking URI [default: the server's store]."
+    )
+
+    @field_validator("models", "prompts", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+
+    @field_validator("models", "prompts", "n_tips", "n_scenarios", "temperature", "max_model_b")
+    @classmethod
+    def _as_collect_checks(cls, value: Any, info: Any) -> Any:
+        """Checked by `CollectConfig` itself, so the API and the CLI refuse the same values."""
+        try:
+            config = CollectConfig.model_validate({info.field_name: value})
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise PydanticCustomError("grid_config", message) from None
+        return getattr(config, info.field_name)
+
+    @field_validator("prompts")
+    @classmethod
+    def _known_prompts(cls, value: list[str]) -> list[str]:
+        try:
+            for version in value:
+                _bundled_suite().prompt(version)
+        except TipbenchError as exc:
+            raise PydanticCustomError("prompt_version", str(exc)) from None
+        return value
+
+    @field_validator("experiment")
+    @classmethod
+    def _bench_experiment(cls, value: str) -> str:
+        if not re.fullmatch(EXPERIMENT_PATTERN, value):
+            raise PydanticCustomError(
+                "experiment_name",
+                "expected tip-bench-NAME (letters, digits, '.', '_', '-'; at most 100 characters)",
+            )
+        return value
+
+    @field_validator("ollama_url")
+    @classmethod
+    def _server_url(cls, value: str) -> str:
+        return _checked_url(value, frozenset({"http", "https"}))
+
+    @field_validator("mlflow_url")
+    @classmethod
+    def _tracking_url(cls, value: str | None) -> str | None:
+        return None if value is None else _checked_url(value, _TRACKING_SCHEMES)
+
+    def collect_config(self) -> CollectConfig:
+        """The grid as `tipbench run` will see it."""
+        return CollectConfig(
+            models=self.models,
+            prompts=self.prompts,
+            n_tips=self.n_tips,
+            n_scenarios=self.n_scenarios,
+            temperature=self.temperature,
+            experiment=self.experiment,
+            max_model_b=self.max_model_b,
+            ollama_url=self.ollama_url,
+        )
+
+    def cell_count(self) -> int:
+        """How many cells the grid has: models × prompts × scenarios."""
+        scenarios = _bundled_suite().select_scenarios(self.n_scenarios)
+        return len(self.models) * len(self.prompts) * len(scenarios)
+
+    def cli_args(self) -> list[str]:
+        """`tipbench run` options for this grid (the tracking URI is the runner's to add)."""
+        return [
+            "--models", ",".join(self.models),
+            "--prompts", ",".join(self.prompts),
+            "--n-tips", str(self.n_tips),
+            "--n-scenarios", str(self.n_scenarios),
+            "--temperature", repr(self.temperature),
+            "--experiment", self.experiment,
+            "--max-model-b", repr(self.max_model_b),
+            "--ollama-url", self.ollama_url,
+        ]  # fmt: skip
+
+
+def has_credentials(url: str) -> bool:
+    """Whether a URL carries a user name or password (which must not reach logs or the db)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return bool(parts.username or parts.password)
+
+
+def _checked_url(value: str, schemes: frozenset[str]) -> str:
+    value = value.strip()
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        raise PydanticCustomError("url", "not a URL") from None
+    scheme = parts.scheme.split("+")[0]  # e.g. postgresql+psycopg
+    if scheme not in schemes or (scheme in ("http", "https") and not parts.hostname):
+        allowed = ", ".join(sorted(schemes))
+        raise PydanticCustomError(
+            "url", "expected a URL with scheme {allowed}", {"allowed": allowed}
+        )
+    if has_credentials(value):
+        raise PydanticCustomError(
+            "url",
+            "credentials in URLs are not accepted (they would be stored with the job); "
+            "give them to the server's environment instead",
+        )
+    return value
