@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from tipbench.compare import DEFAULT_MIN_SCENARIOS, leaderboards_for, to_json
 from tipbench.judge import TIERS, Tier
+from tipbench.server._coalesce import Coalescer
 from tipbench.server._deps import ExperimentName, Store
 from tipbench.tracking import KIND_CELL, KIND_TAG
 
@@ -71,8 +72,11 @@ def list_runs(experiment: ExperimentName, store: Store) -> list[CellRunSummary]:
     ]
 
 
+_leaderboards = Coalescer()
+
+
 @router.get("/leaderboard/{experiment}")
-def leaderboard(
+async def leaderboard(
     experiment: ExperimentName,
     store: Store,
     tier: Literal["human", "auto", "both"] = "both",
@@ -80,5 +84,8 @@ def leaderboard(
 ) -> Any:
     """Exactly what `tipbench compare --format json` prints for the same options."""
     tiers: tuple[Tier, ...] = TIERS if tier == "both" else (tier,)
-    boards = leaderboards_for(store, experiment, tiers, min_scenarios)
-    return json.loads(to_json(boards))
+
+    def compute() -> Any:
+        return json.loads(to_json(leaderboards_for(store, experiment, tiers, min_scenarios)))
+
+    return await _leaderboards.run((store.uri, experiment, tiers, min_scenarios), compute)
