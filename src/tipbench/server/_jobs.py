@@ -229,8 +229,10 @@ class JobStore:
             JobConflict: if the job is queued, running or succeeded.
         """
         if not self._update(job_id, "state = 'queued', queued_at = ?", now(), states=RESUMABLE):
-            raise JobConflict(f"job {job_id} is {self.get(job_id).state}: only a failed, "
-                              "cancelled or interrupted job can be resumed")  # fmt: skip
+            state = self.get(job_id).state
+            raise JobConflict(
+                f"job {job_id} is {state}: only a failed, cancelled or interrupted job resumes"
+            )
         return self.get(job_id)
 
     def interrupt_running(self, reason: str) -> list[Job]:
