@@ -1,5 +1,5 @@
-"""The web pages in a real browser: Debian's Chromium driven by Playwright, against the admin
-app served by uvicorn on loopback with a real MLflow store.
+"""The web pages in a real browser: Debian's Chromium driven by Playwright, against
+`tipbench serve` on loopback with a real MLflow store and its real job runner.
 
 Chromium counts http://localhost as a secure context, so the session cookie keeps its
 Secure flag here exactly as in production. Screenshots of every page go to
@@ -29,10 +29,12 @@ pytestmark = pytest.mark.slow
 TOKEN = "browser-test-token-0123456789"
 SHOTS = Path(__file__).parents[2] / "test-artifacts" / "pages"
 TIMEOUT_MS = 15_000
+RUN_TIMEOUT_MS = 600_000
+expect.set_options(timeout=TIMEOUT_MS)  # a loaded 2-core machine answers slowly at times
 
 
 class AdminServer(ServerProcess):
-    """The admin app (`create_app` under uvicorn), with its own store and home."""
+    """`tipbench serve`, with its own store and home."""
 
     health_path = "/login"
 
@@ -48,14 +50,18 @@ class AdminServer(ServerProcess):
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "uvicorn", "--factory", "tipbench.server:create_app",
-            "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
+            sys.executable, "-m", "tipbench.cli", "serve",
+            "--host", "127.0.0.1", "--port", str(self.port),
         ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminServer]:
-    with AdminServer(tmp_path_factory.mktemp("admin-server")) as started:
+    admin = AdminServer(tmp_path_factory.mktemp("admin-server"))
+    # Create the store's tables first: MLflow migrating one fresh SQLite file from two
+    # processes at once (the page's first request, the job's `tipbench run`) fails.
+    MlflowClient(admin.tracking_uri).search_experiments()
+    with admin as started:
         yield started  # type: ignore[misc]
 
 
@@ -157,7 +163,7 @@ def test_judging_page_scores_candidates_from_the_keyboard(
     shot(page, "judge")
 
     page.keyboard.press("Enter")  # nothing scored yet: refused, inline
-    expect(page.locator("#judge-error")).to_contain_text("Score relevance and actionability")
+    expect(page.locator("#judge-error")).to_contain_text("Score relevance, actionability")
     shot(page, "judge-incomplete")
 
     for key in ("4", "3", "5", "Enter"):
@@ -227,6 +233,55 @@ def test_bench_panel_shows_each_tiers_leaderboard_as_table_and_chart(
         "href", f"/judge/{experiment}"
     )
     shot(page, "bench-leaderboard")
+
+
+def test_a_run_started_from_the_form_is_watched_to_its_leaderboard(
+    page: Page, experiment: str
+) -> None:
+    """The whole pipeline on the embedded model: 3 scenarios, so the automatic judge's
+    leaderboard ranks the cell (3 judged scenarios are the minimum)."""
+    page.goto("/login")
+    log_in(page)
+    form = page.get_by_role("region", name="Run a benchmark")
+    form.get_by_label("Models").fill("llamacpp:smollm2-135m")
+    form.get_by_label("Prompts").fill("v9")
+    form.get_by_role("button", name="Start run").click()  # refused by the API, shown inline
+    expect(form.get_by_role("alert")).to_contain_text("v9")
+    shot(page, "bench-run-refused")
+    form.get_by_label("Prompts").fill("v1")
+    form.get_by_label("Tips per cell").fill("2")
+    form.get_by_label("Scenarios").fill("3")
+    form.get_by_label("Experiment").fill(experiment)
+    form.get_by_role("button", name="Start run").click()
+
+    state = page.locator("#job-state")
+    expect(state).to_have_text(re.compile("queued|running"))
+    page.locator("#job summary").click()  # open the log
+    expect(page.locator("#job-experiment")).to_have_text(experiment)
+    cells = page.locator("#job-cells")
+    expect(cells).to_have_text(re.compile(r"^[123] of 3 cells$"), timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#job-log")).to_contain_text("[1/3] llamacpp:smollm2-135m|v1|")
+    shot(page, "bench-run-progress")
+    expect(state).to_have_text(re.compile("succeeded|failed|cancelled"), timeout=RUN_TIMEOUT_MS)
+    assert state.inner_text() == "succeeded", page.locator("#job-error").inner_text()
+    expect(page.locator("#job-cells")).to_have_text("3 of 3 cells")
+    expect(page.locator("#job-judged")).to_have_text("6 of 6 candidates judged")
+    expect(page.locator("#job-log")).to_contain_text("== leaderboard")
+
+    # Done: the experiment is listed, and its leaderboard is on screen.
+    expect(page.get_by_role("row", name=experiment)).to_be_visible()
+    board = page.get_by_role("region", name="Leaderboard")
+    expect(board.get_by_label("Experiment")).to_have_value(experiment)
+    auto = page.get_by_role("region", name="Automatic judge leaderboard")
+    row = auto.locator("tbody tr")
+    expect(row).to_have_count(1)
+    assert _cells(row)[:3] == ["1", "llamacpp:smollm2-135m", "v1"]
+    assert _cells(row)[-2] == "leader"
+    chart = auto.get_by_role("img", name=re.compile("Mean composite"))
+    expect(chart.locator("rect")).to_have_count(1)
+    human = page.get_by_role("region", name="Human judge leaderboard")
+    expect(human).to_contain_text("No runs judged by a human yet")
+    shot(page, "bench-run-done")
 
 
 def _cells(row: Locator) -> list[str]:

@@ -32,6 +32,7 @@ const tipbench = (() => {
       method,
       headers,
       credentials: "same-origin",
+      cache: "no-store", // polled state must never come from the browser's cache
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (response.status === 401) {

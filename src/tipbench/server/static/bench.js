@@ -75,6 +75,7 @@
   // ---- leaderboard: table and chart ----------------------------------------------------
   async function showLeaderboard(name) {
     $("leaderboard-judge").href = `/judge/${exp(name)}`;
+    $("leaderboard-judge").hidden = false;
     let boards;
     try {
       boards = await tipbench.get(`/api/bench/leaderboard/${exp(name)}?tier=both`);
@@ -273,6 +274,16 @@
     };
   }
 
+  // A field the browser refuses may sit in the closed "More options": open it to show why.
+  form.addEventListener(
+    "invalid",
+    (event) => {
+      const details = event.target.closest("details");
+      if (details) details.open = true;
+    },
+    true,
+  );
+
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     show($("run-error"), "");
@@ -287,36 +298,41 @@
     }
   });
 
+  const PHASES = { collect: "collecting candidates", judge: "automatic judge", report: "export and compare" };
+
   function renderJob(job) {
     $("job").hidden = false;
     const state = $("job-state");
     state.textContent = job.state;
     state.className = `job-state ${job.state}`;
     $("job-id").textContent = job.job_id;
-    $("job-experiment").textContent = jobExperiment(job) || "–";
-    $("job-phase").textContent = job.phase || "–";
-    const total = job.cells_total || 0;
-    const done = job.cells_done || 0;
-    $("job-progress").max = Math.max(total, 1);
-    $("job-progress").value = job.state === "succeeded" ? Math.max(total, 1) : done;
-    $("job-cells").textContent = total ? `${done} of ${total} cells` : `${done} cells`;
+    $("job-experiment").textContent = job.experiment || "–";
+    const phase = job.phase ? PHASES[job.phase] || job.phase : "–";
+    $("job-phase").textContent = job.state === "succeeded" ? "done" : phase;
+    const finished = job.state === "succeeded";
+    meter($("job-cells-progress"), $("job-cells"), job.cells_done, job.cells_total, "cells", finished);
+    $("job-judge-line").hidden = !job.judge_total;
+    meter($("job-judge-progress"), $("job-judged"), job.judged, job.judge_total, "candidates judged", finished);
     show($("job-error"), job.error || "");
-    $("job-cancel").hidden = !ACTIVE.has(job.state);
-    $("job-resume").hidden = !["failed", "cancelled", "interrupted"].includes(job.state);
+    $("job-cancel").hidden = !job.cancellable;
+    $("job-resume").hidden = !job.resumable;
   }
 
-  const jobExperiment = (job) => (job.config && job.config.experiment) || job.experiment || null;
+  function meter(bar, label, done, total, what, finished) {
+    bar.max = Math.max(total, 1);
+    bar.value = finished && total ? total : done;
+    label.textContent = `${finished && total ? total : done} of ${total} ${what}`;
+  }
 
   async function refreshLog(jobId) {
     try {
-      const log = await tipbench.get(`/api/bench/jobs/${jobId}/log`);
-      const text = typeof log === "string" ? log : log.text || log.lines?.join("\n") || "";
+      const text = await tipbench.get(`/api/bench/jobs/${jobId}/log?tail=400`);
       const pre = $("job-log");
       const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.textContent = text;
+      pre.textContent = (typeof text === "string" && text) || "(no output yet)";
       if (atEnd) pre.scrollTop = pre.scrollHeight;
-    } catch {
-      // The log is a convenience; the job's state says what matters.
+    } catch (error) {
+      $("job-log").textContent = `The log could not be read: ${error.message}`;
     }
   }
 
@@ -333,7 +349,7 @@
       renderJob(job);
       await refreshLog(jobId);
       if (!ACTIVE.has(job.state)) {
-        if (job.state === "succeeded") await loadExperiments(jobExperiment(job));
+        if (job.state === "succeeded") await loadExperiments(job.experiment);
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
@@ -355,11 +371,10 @@
   // The latest job, so a reload (or a second admin) sees the one that is running.
   async function latestJob() {
     try {
-      const jobs = await tipbench.get("/api/bench/jobs");
-      const list = Array.isArray(jobs) ? jobs : jobs.jobs || [];
-      if (list.length) watch(list[0].job_id);
-    } catch {
-      // No job API, or no job yet: nothing to show.
+      const jobs = await tipbench.get("/api/bench/jobs?limit=1");
+      if (jobs.length) watch(jobs[0].job_id);
+    } catch (error) {
+      show($("run-error"), `Could not list the jobs: ${error.message}`);
     }
   }
 

@@ -148,7 +148,8 @@
     const scores = readForm();
     const missing = criteria.filter((name) => scores[name] === null);
     if (missing.length) {
-      show($("judge-error"), `Score ${missing.join(" and ")} first (keys 1–5).`);
+      const names = new Intl.ListFormat("en", { type: "conjunction" }).format(missing);
+      show($("judge-error"), `Score ${names} first (keys 1–5).`);
       setActive(criteria.indexOf(missing[0]));
       return;
     }
