@@ -8,10 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from tipbench.backends import DEFAULT_OLLAMA_URL
+from tipbench.cli import _options as options
 from tipbench.cli._progress import CellProgress
 from tipbench.collect import (
-    DEFAULT_EXPERIMENT,
     DEFAULT_MODELS,
     DEFAULT_PROMPTS,
     CollectConfig,
@@ -24,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def grid_options(command: F) -> F:
     """The options that define a grid, shared by `collect` and `run`."""
-    options = [
+    grid = [
         click.option(
             "--models",
             default=DEFAULT_MODELS,
@@ -38,7 +37,7 @@ def grid_options(command: F) -> F:
             show_default=True,
             help="Comma-separated prompt versions of the suite.",
         ),
-        click.option("--experiment", default=DEFAULT_EXPERIMENT, show_default=True),
+        options.experiment,
         click.option("--n-tips", type=int, default=5, show_default=True),
         click.option(
             "--n-scenarios",
@@ -49,16 +48,8 @@ def grid_options(command: F) -> F:
         ),
         click.option("--temperature", type=float, default=0.7, show_default=True),
         click.option("--seed", type=int, default=42, show_default=True),
-        click.option(
-            "--max-model-b",
-            type=float,
-            default=4.0,
-            show_default=True,
-            help="Refuse models above this many billion parameters.",
-        ),
-        click.option(
-            "--allow-unknown-size", is_flag=True, help="Run models whose size no metadata tells."
-        ),
+        options.max_model_b,
+        options.allow_unknown_size,
         click.option(
             "--max-tokens",
             type=int,
@@ -76,29 +67,12 @@ def grid_options(command: F) -> F:
             help="Parallel requests for servers that serve them (not embedded).",
         ),
         click.option("--no-cache", is_flag=True, help="Do not reuse cached responses."),
-        click.option(
-            "--suite",
-            type=click.Path(),
-            default=None,
-            help="A suite folder [default: the bundled 'tips' suite].",
-        ),
-        click.option(
-            "--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL, show_default=True
-        ),
-        click.option(
-            "--openai-base-url",
-            envvar="OPENAI_BASE_URL",
-            default=None,
-            help="Base URL of an OpenAI-compatible server (…/v1).",
-        ),
-        click.option(
-            "--tracking-uri",
-            envvar="MLFLOW_TRACKING_URI",
-            default=None,
-            help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
-        ),
+        options.suite,
+        options.ollama_url,
+        options.openai_base_url,
+        options.tracking_uri,
     ]
-    for option in reversed(options):
+    for option in reversed(grid):
         command = option(command)
     return command
 

@@ -10,9 +10,8 @@ import click
 from rich.console import Console
 
 from tipbench._errors import TrackingError
-from tipbench.collect import DEFAULT_EXPERIMENT
+from tipbench.cli import _options as options
 from tipbench.compare import (
-    DEFAULT_MIN_SCENARIOS,
     FORMATS,
     Format,
     Leaderboard,
@@ -31,7 +30,7 @@ _FULL_TABLE = 170  # narrower terminals get the table without the per-criterion 
 
 
 @click.command("compare")
-@click.option("--experiment", default=DEFAULT_EXPERIMENT, show_default=True)
+@options.experiment
 @click.option(
     "--tier",
     type=click.Choice([*TIERS, "both"]),
@@ -40,25 +39,9 @@ _FULL_TABLE = 170  # narrower terminals get the table without the per-criterion 
     help="Whose scores rank the cells: the human judge, the automatic judge, or each.",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    default=None,
-    help="Also draw the leaderboard as a PNG chart into this file.",
-)
-@click.option(
-    "--min-scenarios",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MIN_SCENARIOS,
-    show_default=True,
-    help="Judged scenarios a cell needs to be ranked.",
-)
-@click.option(
-    "--tracking-uri",
-    envvar="MLFLOW_TRACKING_URI",
-    default=None,
-    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
-)
+@options.plot
+@options.min_scenarios
+@options.tracking_uri
 @click.option("--no-log", is_flag=True, help="Do not record the leaderboard in MLflow.")
 def compare_command(
     experiment: str,

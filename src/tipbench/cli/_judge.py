@@ -11,8 +11,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
-from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.judge import (
     apply_judge_file,
     export_disagreements,
@@ -21,14 +21,6 @@ from tipbench.judge import (
     tier_agreement,
 )
 from tipbench.tracking import TrackingStore
-
-experiment_option = click.option(
-    "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
-)
-tracking_option = click.option(
-    "--tracking-uri", envvar="MLFLOW_TRACKING_URI", default=None,
-    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
-)  # fmt: skip
 
 
 @click.group("judge")
@@ -40,9 +32,9 @@ judge_group.add_command(auto_command)
 
 
 @judge_group.command("export")
-@experiment_option
+@options.experiment
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@tracking_option
+@options.tracking_uri
 def export_command(experiment: str, out: Path, tracking_uri: str | None) -> None:
     """Write every run still waiting for the human judge into one JSON file."""
     result = export_pending(TrackingStore(tracking_uri), experiment, out)
@@ -54,10 +46,10 @@ def export_command(experiment: str, out: Path, tracking_uri: str | None) -> None
 
 
 @judge_group.command("apply")
-@experiment_option
+@options.experiment
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--judge", default=None, help="Who scored [default: the file's judge, else $USER].")
-@tracking_option
+@options.tracking_uri
 def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: str | None) -> None:
     """Validate a judge file as a whole, then record the scores of completely scored runs."""
     result = apply_judge_file(TrackingStore(tracking_uri), experiment, file, judge)
@@ -71,9 +63,9 @@ def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: 
 
 
 @judge_group.command("agreement")
-@experiment_option
+@options.experiment
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
-@tracking_option
+@options.tracking_uri
 def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> None:
     """How well the automatic judge agrees with the human, per criterion."""
     pairs = scored_pairs(TrackingStore(tracking_uri), experiment)
@@ -98,7 +90,7 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
 
 
 @judge_group.command("disagreements")
-@experiment_option
+@options.experiment
 @click.option(
     "--delta",
     type=float,
@@ -107,7 +99,7 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     help="Queue candidates whose tiers differ by more than this on any score.",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@tracking_option
+@options.tracking_uri
 def disagreements_command(
     experiment: str, delta: float, out: Path, tracking_uri: str | None
 ) -> None:

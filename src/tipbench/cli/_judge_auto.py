@@ -6,53 +6,27 @@ import sys
 
 import click
 
-from tipbench.backends import DEFAULT_OLLAMA_URL
+from tipbench.cli import _options as options
 from tipbench.cli._progress import JudgeProgress
-from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.judge import DEFAULT_JUDGE_MODEL, AutoJudgeResult, auto_judge
 from tipbench.tracking import TrackingStore
 
 
 @click.command("auto")
-@click.option(
-    "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
-)
+@options.experiment
 @click.option(
     "--judge-model",
     default=DEFAULT_JUDGE_MODEL,
     show_default=True,
     help="The judge's model spec: llamacpp:NAME|PATH.gguf, ollama:TAG, openai:MODEL.",
 )
-@click.option(
-    "--max-model-b",
-    type=float,
-    default=4.0,
-    show_default=True,
-    help="Refuse judge models above this many billion parameters.",
-)
-@click.option(
-    "--allow-unknown-size", is_flag=True, help="Run a judge whose size no metadata tells."
-)
+@options.max_model_b
+@options.allow_unknown_size
 @click.option("--rejudge", is_flag=True, help="Judge already auto-judged runs again (new version).")
-@click.option(
-    "--suite",
-    type=click.Path(),
-    default=None,
-    help="The suite the runs were collected with, for its rubric [default: bundled 'tips'].",
-)
-@click.option("--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL, show_default=True)
-@click.option(
-    "--openai-base-url",
-    envvar="OPENAI_BASE_URL",
-    default=None,
-    help="Base URL of an OpenAI-compatible server (…/v1).",
-)
-@click.option(
-    "--tracking-uri",
-    envvar="MLFLOW_TRACKING_URI",
-    default=None,
-    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
-)
+@options.suite
+@options.ollama_url
+@options.openai_base_url
+@options.tracking_uri
 def auto_command(
     experiment: str,
     judge_model: str,

@@ -7,14 +7,13 @@ import sys
 
 import click
 
-from tipbench.collect import DEFAULT_EXPERIMENT
-from tipbench.compare import DEFAULT_MIN_SCENARIOS
+from tipbench.cli import _options as options
 from tipbench.promote import DEFAULT_MARGIN, DEFAULT_PROMPT_NAME, promote
 from tipbench.tracking import TrackingStore
 
 
 @click.command("promote")
-@click.option("--experiment", default=DEFAULT_EXPERIMENT, show_default=True)
+@options.experiment
 @click.option(
     "--apply",
     "apply_",
@@ -34,26 +33,10 @@ from tipbench.tracking import TrackingStore
     show_default=True,
     help="Composite points the winner must gain over the production prompt.",
 )
-@click.option(
-    "--min-scenarios",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MIN_SCENARIOS,
-    show_default=True,
-    help="Judged scenarios the winner needs in each tier.",
-)
-@click.option(
-    "--suite",
-    type=click.Path(),
-    default=None,
-    help="The suite the runs were collected with [default: bundled 'tips'].",
-)
+@options.min_scenarios
+@options.suite
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option(
-    "--tracking-uri",
-    envvar="MLFLOW_TRACKING_URI",
-    default=None,
-    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
-)
+@options.tracking_uri
 def promote_command(
     experiment: str,
     apply_: bool,

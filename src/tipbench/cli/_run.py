@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
+from tipbench.cli import _options as options
 from tipbench.cli._collect import config_from_options, grid_options
 from tipbench.cli._collect import report as report_collect
 from tipbench.cli._compare import show_leaderboards
 from tipbench.cli._judge_auto import report as report_judge
 from tipbench.cli._progress import CellProgress, JudgeProgress
-from tipbench.compare import DEFAULT_MIN_SCENARIOS
 from tipbench.judge import DEFAULT_JUDGE_MODEL
 from tipbench.pipeline import run_pipeline
 
@@ -31,19 +31,8 @@ from tipbench.pipeline import run_pipeline
     default=None,
     help="The human judge's file [default: $TIPBENCH_HOME/judge/EXPERIMENT.json].",
 )
-@click.option(
-    "--min-scenarios",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MIN_SCENARIOS,
-    show_default=True,
-    help="Judged scenarios a cell needs to be ranked.",
-)
-@click.option(
-    "--plot",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also draw the leaderboards as a PNG chart.",
-)
+@options.min_scenarios
+@options.plot
 def run_command(
     tracking_uri: str | None,
     judge_model: str,

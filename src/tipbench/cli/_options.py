@@ -1,0 +1,59 @@
+"""Options that several commands share, defined once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tipbench.backends import DEFAULT_OLLAMA_URL
+from tipbench.collect import DEFAULT_EXPERIMENT
+from tipbench.compare import DEFAULT_MIN_SCENARIOS
+
+experiment = click.option(
+    "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
+)
+tracking_uri = click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    default=None,
+    help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
+)
+ollama_url = click.option(
+    "--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL, show_default=True
+)
+openai_base_url = click.option(
+    "--openai-base-url",
+    envvar="OPENAI_BASE_URL",
+    default=None,
+    help="Base URL of an OpenAI-compatible server (…/v1).",
+)
+max_model_b = click.option(
+    "--max-model-b",
+    type=float,
+    default=4.0,
+    show_default=True,
+    help="Refuse models above this many billion parameters.",
+)
+allow_unknown_size = click.option(
+    "--allow-unknown-size", is_flag=True, help="Run models whose size no metadata tells."
+)
+suite = click.option(
+    "--suite",
+    type=click.Path(),
+    default=None,
+    help="A suite folder [default: the bundled 'tips' suite].",
+)
+min_scenarios = click.option(
+    "--min-scenarios",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_SCENARIOS,
+    show_default=True,
+    help="Judged scenarios a cell needs to be ranked.",
+)
+plot = click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also draw the leaderboards as a PNG chart into this file.",
+)
