@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -91,3 +93,18 @@ def test_concurrent_reads_share_one_computation(
     assert all(r.status_code == 200 for r in responses)
     assert len({r.text for r in responses}) == 1
     assert calls < 20
+
+
+def test_startup_sets_up_a_fresh_store_before_any_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's `tipbench run` and the first request must not both create the store."""
+    database = tmp_path / "fresh.db"
+    monkeypatch.setenv("TIPBENCH_ADMIN_TOKEN", TOKEN)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{database}")
+    assert not database.exists()
+    with TestClient(create_app()):  # runs the lifespan: the store, then the job runner
+        tables = sqlite3.connect(database).execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+        assert {"experiments", "runs", "alembic_version"} <= {row[0] for row in tables}

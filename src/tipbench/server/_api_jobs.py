@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -23,7 +24,9 @@ from tipbench.server._jobs import (
 )
 from tipbench.server._run_request import RunRequest
 from tipbench.server._settings import ServerSettings
+from tipbench.tracking import TrackingStore, short_error
 
+logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/bench", tags=["jobs"])
 
 #: How long `cancel` waits for a running job to stop before answering.
@@ -52,12 +55,23 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: ServerSettings = app.state.settings
     runner = runner_for(app) if settings.run_jobs else None
     if runner is not None:
+        # Set up the store's tables before any job: a job's `tipbench run` and the first API
+        # request must not both create a fresh SQLite store at once.
+        await run_in_threadpool(_open_store, app)
         runner.start()
     try:
         yield
     finally:
         if runner is not None:
             await run_in_threadpool(runner.stop)
+
+
+def _open_store(app: FastAPI) -> None:
+    try:
+        store = app.state.store = TrackingStore(app.state.settings.tracking_uri)
+        store.client.search_experiments(max_results=1)
+    except Exception as exc:  # a store down now may be up by the first job
+        logger.warning("tracking store not ready: %s", short_error(exc))
 
 
 def get_runner(request: Request) -> JobRunner:
