@@ -10,10 +10,8 @@ leader pairs the two cells' scenario values by scenario. A cell judged on fewer 
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -39,8 +37,6 @@ if TYPE_CHECKING:
     from tipbench.tracking import TrackingStore
 
 _FloatArray = npt.NDArray[np.float64]
-# Resampling releases the GIL: intervals and tests of different cells run side by side.
-_STAT_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass
@@ -179,25 +175,16 @@ def build_leaderboard(
         (_score(cell, scenario_values, min_scenarios) for cell in cells), key=_Scored.order
     )
     leader = scored[0] if scored and scored[0].ranked else None
-    with ThreadPoolExecutor(_STAT_THREADS) as pool:
-
-        def interval(cell: _Scored) -> Future[tuple[float, float, float]]:
-            values = list(cell.per_scenario.values())
-            return pool.submit(bootstrap_mean_ci, values, CONFIDENCE, n_resamples, seed)
-
-        def versus(cell: _Scored) -> Future[PairedComparison] | None:
-            if leader is None or cell is leader or not cell.ranked:
-                return None
-            return pool.submit(
-                paired_comparison, leader.per_scenario, cell.per_scenario, CONFIDENCE,
-                n_resamples, seed,
-            )  # fmt: skip
-
-        pending = [(cell, interval(cell), versus(cell)) for cell in scored]
-        rows = [
-            _row(cell, rank, ci.result(), None if vs is None else vs.result())
-            for rank, (cell, ci, vs) in enumerate(pending, start=1)
-        ]
+    rows = []
+    for rank, cell in enumerate(scored, start=1):
+        values = list(cell.per_scenario.values())
+        interval = bootstrap_mean_ci(values, CONFIDENCE, n_resamples, seed)
+        vs_leader = None
+        if leader is not None and cell is not leader and cell.ranked:
+            vs_leader = paired_comparison(
+                leader.per_scenario, cell.per_scenario, CONFIDENCE, n_resamples, seed
+            )
+        rows.append(_row(cell, rank, interval, vs_leader))
     return Leaderboard(
         experiment=experiment,
         tier=tier,
