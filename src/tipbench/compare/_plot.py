@@ -45,8 +45,9 @@ def plot_leaderboards(boards: Sequence[Leaderboard], path: Path) -> Path:
     figure, axes = plt.subplots(
         1, len(boards), figsize=(8.0 * len(boards), height), squeeze=False, layout="constrained"
     )
+    high = max(_upper_limit(board) for board in boards)  # one scale for every panel
     for axis, board in zip(axes[0], boards, strict=True):
-        _panel(axis, board)
+        _panel(axis, board, high)
     figure.legend(
         handles=[Patch(color=colour, label=label) for colour, label in _LEGEND],
         loc="outside lower center",
@@ -59,11 +60,10 @@ def plot_leaderboards(boards: Sequence[Leaderboard], path: Path) -> Path:
     return path
 
 
-def _limits(board: Leaderboard) -> tuple[float, float]:
-    """From the rubric's floor (bars that start elsewhere exaggerate) to 17 or the data."""
-    low, high = COMPOSITE_RANGE
-    ends = [v for row in board.rows for v in (row.ci_high, row.composite) if not math.isnan(v)]
-    return low, min(high, math.floor(max(ends, default=high)) + 1.0)
+def _upper_limit(board: Leaderboard) -> float:
+    """17, or just above the data: bars start at the rubric's floor either way."""
+    top = [v for row in board.rows for v in (row.ci_high, row.composite) if not math.isnan(v)]
+    return min(COMPOSITE_RANGE[1], math.floor(max(top, default=COMPOSITE_RANGE[1])) + 1.0)
 
 
 def _colour(row: LeaderboardRow) -> str:
@@ -74,7 +74,7 @@ def _colour(row: LeaderboardRow) -> str:
     return _TIED if row.tied_with_leader else _RANKED
 
 
-def _panel(axis: Any, board: Leaderboard) -> None:
+def _panel(axis: Any, board: Leaderboard, high: float) -> None:
     axis.set_title(
         f"{board.experiment} · {board.tier} judge · {board.n_runs:,} judged runs",
         fontsize=12,
@@ -85,7 +85,7 @@ def _panel(axis: Any, board: Leaderboard) -> None:
         axis.text(0.5, 0.5, "no judged runs", ha="center", va="center", transform=axis.transAxes)
         axis.set_axis_off()
         return
-    low, high = _limits(board)
+    low = COMPOSITE_RANGE[0]  # bars that start above the floor would exaggerate
     labels, means, errors, colours = [], [], [], []
     for row in board.rows:
         rank = f"{row.rank}." if row.ranked else "–"
