@@ -1,0 +1,677 @@
+#!/usr/bin/env python
+"""What does `tipbench collect` cost on top of the generations it makes?
+
+One cold grid (embedded model, prompts × scenarios, fresh store, no cache) is timed twice,
+each as a fresh process, wall clock from process start to exit:
+
+  (a) baseline: plain llama-cpp-python in a loop, making the SAME requests (same rendered
+      prompts, seeds, max tokens, JSON schema) that collect makes, with the same model
+      settings (n_ctx, plain CPU buffers, TIPBENCH_LLAMA_THREADS);
+  (b) `tipbench collect` into a real `mlflow server` (loopback, proxied artifacts), with a
+      fresh TIPBENCH_HOME and --no-cache.
+
+It prints b/a (target ≤ 1.10), the model loads per grid (must equal the number of models),
+and the cost of a warm re-run of (b): the same command again, which resumes every cell from
+MLflow (the cold run used --no-cache, so nothing comes from the response cache), relative
+to (a). Rounds alternate the order of (a) and (b). Other work on the machine only ever adds
+time, so the verdict compares each side's best round (the median of the per-round ratios is
+printed beside it); before each timed run the script waits (up to --quiet-wait seconds) for
+other processes to go idle, and it reports the CPU they used meanwhile.
+
+    python bench/collect_overhead.py [--n-scenarios N] [--prompts v1,v2-mentor]
+                                     [--n-tips N] [--repeat K] [--threads T]
+                                     [--quiet-wait SECONDS]
+
+Exit status: 0 if b/a ≤ 1.10, every cold grid loaded each model once, and MLflow holds one
+FINISHED run per cell after the cold and the warm run; 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import io
+import itertools
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # the real-server helpers the tests use
+
+from support.servers import MlflowServer  # noqa: E402
+from tipbench.backends import BackendOptions, open_backend  # noqa: E402
+from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers  # noqa: E402
+from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid  # noqa: E402
+from tipbench.suite import load_suite  # noqa: E402
+from tipbench.tracking import KIND_CELL, KIND_TAG  # noqa: E402
+
+TARGET = 1.10
+# Environment that would point either side somewhere else.
+_SCRUB = (
+    "MLFLOW_TRACKING_URI",
+    "OLLAMA_HOST",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "TIPBENCH_HOME",
+)
+
+# (a): plain llama-cpp-python. `plain_cpu_buffers` is pasted in from tipbench's source
+# (not imported) so that the baseline pays for no tipbench import, yet loads the model
+# exactly as the backend does. It writes marks to stderr for the phase breakdown.
+_BASELINE_HEAD = """
+from __future__ import annotations
+import contextlib, json, os, sys
+from collections.abc import Iterator
+from typing import Any
+
+def mark(text):
+    print(text, file=sys.stderr, flush=True)
+"""
+_BASELINE_BODY = """
+spec = json.load(open(sys.argv[1], encoding="utf-8"))
+threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
+extra = {"n_threads": int(threads)} if threads else {}
+texts = {}
+for block in spec["blocks"]:
+    mark("loading " + block["model"])
+    from llama_cpp import Llama
+    with plain_cpu_buffers():
+        llm = Llama(model_path=block["model_path"], n_ctx=spec["n_ctx"], verbose=False, **extra)
+    mark("loaded " + block["model"])
+    for i, r in enumerate(block["requests"], start=1):
+        response = llm.create_chat_completion(
+            messages=r["messages"], temperature=r["temperature"], seed=r["seed"],
+            max_tokens=r["max_tokens"], response_format=r["response_format"],
+        )
+        texts[r["name"]] = response["choices"][0]["message"].get("content") or ""
+        mark(f"[{i}/{len(block['requests'])}] {r['name']}")
+    mark("unloading " + block["model"])
+    llm.close()
+    del llm
+json.dump(texts, open(sys.argv[2], "w", encoding="utf-8"))
+"""
+
+
+def baseline_code() -> str:
+    return _BASELINE_HEAD + inspect.getsource(plain_cpu_buffers) + _BASELINE_BODY
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+@dataclass
+class Grid:
+    config: CollectConfig
+    n_models: int
+    cells: list[str]  # run names, in collect's order
+    requests_file: Path
+
+    def collect_args(self, experiment: str, tracking_uri: str) -> list[str]:
+        c = self.config
+        return [
+            "collect",
+            "--models",
+            ",".join(c.models),
+            "--prompts",
+            ",".join(c.prompts),
+            "--n-scenarios",
+            str(c.n_scenarios),
+            "--n-tips",
+            str(c.n_tips),
+            "--temperature",
+            str(c.temperature),
+            "--seed",
+            str(c.seed),
+            "--experiment",
+            experiment,
+            "--tracking-uri",
+            tracking_uri,
+            "--no-cache",
+        ]
+
+
+def plan(args: argparse.Namespace, folder: Path) -> Grid:
+    """The requests collect will make, built with the library, written for the baseline."""
+    config = CollectConfig(prompts=args.prompts, n_tips=args.n_tips, n_scenarios=args.n_scenarios)
+    suite = load_suite(config.suite)
+    options = BackendOptions()
+    backends = [open_backend(spec, options) for spec in config.model_specs()]
+    for backend in backends:
+        if not isinstance(backend, LlamaCppBackend):
+            raise SystemExit(f"{backend.spec}: this benchmark runs embedded models only")
+    cells = plan_grid(
+        [(b.spec, b.describe().identity) for b in backends],
+        [suite.prompt(v) for v in config.prompts],
+        suite.select_scenarios(config.n_scenarios),
+        n_tips=config.n_tips,
+        temperature=config.temperature,
+        seed=config.seed,
+        max_tokens=config.generation_tokens,
+        suite=suite.label,
+    )
+    blocks = []
+    for backend in backends:
+        requests = []
+        for cell in (c for c in cells if c.model == backend.spec):
+            request = cell.request()
+            schema_format = (
+                {"type": "json_object", "schema": request.json_schema}  # as the backend sends it
+                if request.json_schema is not None
+                else None
+            )
+            requests.append(
+                {
+                    "name": cell.name,
+                    "messages": request.chat_messages(),
+                    "temperature": request.temperature,
+                    "seed": request.seed,
+                    "max_tokens": request.max_tokens,
+                    "response_format": schema_format,
+                }
+            )
+        assert isinstance(backend, LlamaCppBackend)
+        blocks.append(
+            {"model": str(backend.spec), "model_path": str(backend.path), "requests": requests}
+        )
+    requests_file = folder / "requests.json"
+    requests_file.write_text(
+        json.dumps({"n_ctx": options.n_ctx, "blocks": blocks}, indent=1), encoding="utf-8"
+    )
+    return Grid(config, len(backends), [c.name for c in cells], requests_file)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def busy_cpu() -> float:
+    """CPU-seconds all cores have spent busy since boot (from /proc/stat)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / _TICK  # minus idle and iowait
+
+
+def session_cpu(session: int) -> float:
+    """CPU-seconds used by the processes of a session (the MLflow server and its workers)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2 :].split()
+        if int(fields[3]) == session:
+            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+    return total / _TICK
+
+
+class CpuMeter:
+    """Who used the CPU during a timed run: the run, the MLflow server, everyone else."""
+
+    def __init__(self, server_session: int) -> None:
+        self.server_session = server_session
+
+    def sample(self) -> tuple[float, float, float]:
+        return busy_cpu(), session_cpu(self.server_session), time.process_time()
+
+    def wait_server_idle(self, limit_s: float = 180.0) -> None:
+        """Wait until the MLflow server has settled: it starts job consumers (each one
+        importing MLflow, seconds of CPU) after it first answers."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            before = session_cpu(self.server_session)
+            time.sleep(2)
+            if session_cpu(self.server_session) - before < 0.1:
+                return
+
+    def wait_quiet(self, limit_s: float, max_other: float = 0.15) -> float:
+        """Wait until every other process (the MLflow server too: it starts job consumers
+        after it answers) uses < `max_other` of a CPU over 3 s; return the wait."""
+        started = time.monotonic()
+        told = False
+        while True:
+            before = self.sample()
+            time.sleep(3)
+            after = self.sample()
+            other = (after[0] - before[0]) - (after[2] - before[2])
+            if other / 3 < max_other:
+                return time.monotonic() - started
+            if not told:
+                print(
+                    f"    waiting for a quiet machine (others use {other / 3:.2f} CPU) ...",
+                    flush=True,
+                )
+                told = True
+            if time.monotonic() - started >= limit_s:
+                print(f"    still busy after {limit_s:.0f} s: timing anyway", flush=True)
+                return time.monotonic() - started
+
+
+@dataclass
+class Timed:
+    """A process run: wall clock, exit code, and its output lines with arrival times."""
+
+    seconds: float
+    returncode: int
+    cpu: float = 0.0  # CPU-seconds of the process itself (user + sys)
+    server_cpu: float = 0.0  # CPU-seconds the MLflow server used meanwhile
+    other_cpu: float = 0.0  # CPU-seconds every other process on the machine used meanwhile
+    stdout: list[tuple[float, str]] = field(default_factory=list)
+    stderr: list[tuple[float, str]] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.stdout + self.stderr)
+
+    def first(self, prefix: str) -> float | None:
+        return next((t for t, line in self.stderr if line.startswith(prefix)), None)
+
+    def last(self, prefix: str) -> float | None:
+        return next((t for t, line in reversed(self.stderr) if line.startswith(prefix)), None)
+
+    def request_seconds(self) -> float:
+        """(a) only: the sum of the requests' durations, from the marks between them."""
+        marks = [(t, line) for t, line in self.stderr if line.startswith(("loaded ", "["))]
+        return sum(
+            later - earlier
+            for (earlier, _), (later, line) in itertools.pairwise(marks)
+            if line.startswith("[")
+        )
+
+    def phases(self) -> tuple[float, float, float] | None:
+        """(start → 'loading', 'loading' → last 'unloading', then → exit), in seconds."""
+        load, unload = self.first("loading "), self.last("unloading ")
+        if load is None or unload is None:
+            return None
+        return load, unload - load, self.seconds - unload
+
+
+def run_timed(command: list[str], env: dict[str, str], meter: CpuMeter) -> Timed:
+    """Run `command` and time it from process start to exit."""
+    before = meter.sample()
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
+    result = Timed(0.0, 0)
+
+    def drain(stream: IO[str], lines: list[tuple[float, str]]) -> None:
+        for line in stream:
+            lines.append((time.perf_counter() - started, line.rstrip("\n")))
+
+    readers = [
+        threading.Thread(target=drain, args=(process.stdout, result.stdout)),
+        threading.Thread(target=drain, args=(process.stderr, result.stderr)),
+    ]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(process.pid, 0)
+    result.seconds = time.perf_counter() - started
+    after = meter.sample()
+    process.returncode = result.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join()
+    result.cpu = usage.ru_utime + usage.ru_stime
+    result.server_cpu = after[1] - before[1]
+    own = after[2] - before[2]
+    result.other_cpu = max(0.0, after[0] - before[0] - result.cpu - result.server_cpu - own)
+    return result
+
+
+def base_env(threads: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.pop("TIPBENCH_LLAMA_THREADS", None)
+    if threads:
+        env["TIPBENCH_LLAMA_THREADS"] = threads
+    env["PYTHONUNBUFFERED"] = "1"  # marks arrive when they are written, on both sides
+    return env
+
+
+def tipbench_command() -> list[str]:
+    """The installed `tipbench` script (not a pyenv shim), else `python -m tipbench.cli`."""
+    script = Path(sys.executable).parent / "tipbench"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "tipbench.cli"]
+
+
+def model_loads(output: str) -> int | None:
+    """Total model loads from collect's "model loads: spec ×N, ..." line (0 for "none")."""
+    match = re.search(r"^model loads: (.*)$", output, re.MULTILINE)
+    if match is None:
+        return None
+    return sum(int(n) for n in re.findall(r"×(\d+)", match.group(1)))
+
+
+# --------------------------------------------------------------------------- MLflow checks
+
+
+def cell_runs(client: Any, experiment: str) -> list[Any]:
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    return list(
+        client.search_runs(
+            [exp.experiment_id], f"tags.`{KIND_TAG}` = '{KIND_CELL}'", max_results=5000
+        )
+    )
+
+
+def same_responses(client: Any, runs: list[Any], baseline: dict[str, str], folder: Path) -> int:
+    """How many cells recorded the response text that (a) got for the same request."""
+    same = 0
+    for run in runs:
+        name = run.info.run_name
+        target = folder / run.info.run_id
+        target.mkdir(parents=True)
+        path = client.download_artifacts(run.info.run_id, "response.txt", str(target))
+        same += Path(path).read_text(encoding="utf-8") == baseline.get(name)
+    return same
+
+
+def warm_up(server_url: str, model_paths: list[str], env: dict[str, str]) -> None:
+    """Untimed: page in the model and the libraries, and let the server set itself up."""
+    for path in model_paths:
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
+    subprocess.run(
+        [sys.executable, "-c", "import mlflow, llama_cpp, tipbench.cli"], env=env, check=True
+    )
+    from mlflow import MlflowClient
+
+    client = MlflowClient(server_url)
+    exp = client.create_experiment(f"bench-warm-up-{uuid.uuid4().hex[:8]}")
+    run = client.create_run(exp)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+        (Path(tmp) / "x.txt").write_text("x")
+        client.log_artifacts(run.info.run_id, tmp)
+        client.set_terminated(run.info.run_id)  # (prints the run's URL)
+
+
+# --------------------------------------------------------------------------- the rounds
+
+QUIET = 0.05  # a run is quiet if other processes used < 5% of one CPU on average meanwhile
+
+
+@dataclass
+class Round:
+    order: str
+    a: Timed
+    b: Timed
+    warm: Timed
+    loads: int | None
+    warm_loads: int | None
+    runs: int
+    finished: int
+    runs_after_warm: int
+    same: int
+    attempts: float
+    b_latency: float  # the sum of the cells' latency_s metrics: time inside generate()
+
+    @property
+    def ratio(self) -> float:
+        return self.b.seconds / self.a.seconds
+
+    @property
+    def cpu_ratio(self) -> float:
+        """The same comparison in CPU-seconds: (b) and the server serving it, over (a)."""
+        return (self.b.cpu + self.b.server_cpu) / self.a.cpu
+
+    @property
+    def outside(self) -> tuple[float, float]:
+        """Seconds each side spent outside the requests themselves (start-up, load, the
+        harness between cells, tail): what tipbench adds, whatever the generation speed."""
+        return self.a.seconds - self.a.request_seconds(), self.b.seconds - self.b_latency
+
+    @property
+    def equalised_ratio(self) -> float:
+        """b/a if both sides' requests had taken (a)'s time: noise in generation cancels."""
+        out_a, out_b = self.outside
+        return (self.a.seconds - out_a + out_b) / self.a.seconds
+
+    @property
+    def warm_ratio(self) -> float:
+        return self.warm.seconds / self.a.seconds
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing else competed for the CPU: no other process, and no server work in (a)."""
+        a, b = self.a, self.b
+        return a.other_cpu + a.server_cpu <= QUIET * a.seconds and b.other_cpu <= QUIET * b.seconds
+
+
+def one_round(
+    number: int,
+    grid: Grid,
+    server: MlflowServer,
+    folder: Path,
+    env: dict[str, str],
+    meter: CpuMeter,
+    quiet_wait_s: float,
+) -> Round:
+    from mlflow import MlflowClient
+
+    work = folder / f"round-{number}"
+    work.mkdir()
+    experiment = f"bench-overhead-{uuid.uuid4().hex[:8]}"
+    env_b = env | {"TIPBENCH_HOME": str(work / "tipbench-home")}
+    texts_file = work / "baseline-responses.json"
+    command_a = [sys.executable, "-c", baseline_code(), str(grid.requests_file), str(texts_file)]
+    command_b = tipbench_command() + grid.collect_args(experiment, server.url)
+
+    def timed_run(label: str, command: list[str], run_env: dict[str, str]) -> Timed:
+        meter.wait_quiet(quiet_wait_s)
+        print(f"  round {number}: {label} ...", flush=True)
+        result = run_timed(command, run_env, meter)
+        print(
+            f"  round {number}: {label} {result.seconds:.2f} s "
+            f"(others used {result.other_cpu:.1f} CPU-s meanwhile)",
+            flush=True,
+        )
+        return result
+
+    order = "a,b" if number % 2 else "b,a"
+    timed: dict[str, Timed] = {}
+    for side in order.split(","):
+        if side == "a":
+            timed[side] = timed_run("(a) plain llama-cpp-python", command_a, env)
+        else:
+            timed[side] = timed_run("(b) tipbench collect", command_b, env_b)
+    a, b = timed["a"], timed["b"]
+    if a.returncode != 0:
+        raise SystemExit(f"(a) failed with exit code {a.returncode}:\n{a.text()[-3000:]}")
+    if b.returncode != 0:
+        print(f"  (b) exited {b.returncode}:\n{b.text()[-3000:]}", flush=True)
+
+    client = MlflowClient(server.url)
+    runs = cell_runs(client, experiment)
+    finished = sum(r.info.status == "FINISHED" for r in runs)
+    attempts = sum(r.data.metrics.get("attempts", 1) for r in runs)
+    b_latency = sum(r.data.metrics.get("latency_s", 0.0) for r in runs)
+    baseline = json.loads(texts_file.read_text(encoding="utf-8"))
+    same = same_responses(client, runs, baseline, work / "artifacts")
+
+    warm = timed_run("warm re-run of (b)", command_b, env_b)
+    if warm.returncode != 0:
+        print(f"  warm re-run exited {warm.returncode}:\n{warm.text()[-3000:]}", flush=True)
+    return Round(
+        order=order,
+        a=a,
+        b=b,
+        warm=warm,
+        loads=model_loads(b.text()),
+        warm_loads=model_loads(warm.text()),
+        runs=len(runs),
+        finished=finished,
+        runs_after_warm=len(cell_runs(client, experiment)),
+        same=same,
+        attempts=attempts / max(len(runs), 1),
+        b_latency=b_latency,
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(grid: Grid, rounds: list[Round], threads: str | None) -> bool:
+    c, n = grid.config, len(grid.cells)
+    # Other work on the machine only ever adds time: each side's best round is its least
+    # disturbed one, so the verdict compares best with best.
+    best_a = min(r.a.seconds for r in rounds)
+    ratio = min(r.b.seconds for r in rounds) / best_a
+    warm_ratio = min(r.warm.seconds for r in rounds) / best_a
+    median_ratio = statistics.median(r.ratio for r in rounds)
+    loads_ok = all(r.loads == grid.n_models for r in rounds)
+    line = "-" * 96
+    print()
+    print(
+        f"collect overhead: {grid.n_models} model ({', '.join(c.models)}) × "
+        f"{len(c.prompts)} prompts ({', '.join(c.prompts)}) × "
+        f"{n // (grid.n_models * len(c.prompts))} scenarios = {n} cells"
+    )
+    print(
+        f"n_tips {c.n_tips}, max_tokens {c.generation_tokens}, temperature {c.temperature}, "
+        f"seed {c.seed}, TIPBENCH_LLAMA_THREADS={threads or 'unset'}, "
+        f"{os.cpu_count()} CPUs"
+    )
+    print(line)
+    print(
+        f"{'round':>5} {'order':>5} {'(a) plain s':>12} {'(b) collect s':>14} {'b/a':>7}"
+        f" {'warm s':>8} {'warm/a':>7} {'loads':>6} {'runs ok':>8} {'same text':>10}"
+        f" {'quiet':>6}"
+    )
+    for i, r in enumerate(rounds, start=1):
+        print(
+            f"{i:>5} {r.order:>5} {r.a.seconds:>12.2f} {r.b.seconds:>14.2f} {r.ratio:>7.3f}"
+            f" {r.warm.seconds:>8.2f} {r.warm_ratio:>7.3f} {r.loads!s:>6}"
+            f" {f'{r.finished}/{n}':>8} {f'{r.same}/{n}':>10}"
+            f" {'yes' if r.quiet else 'NO':>6}"
+        )
+    print(line)
+    print(
+        "where the time goes (s): startup = process start → model load begins; generate = "
+        "load + every cell;"
+    )
+    print(
+        "tail = last cell → exit; CPU-s of the process, of the MLflow server, and of every "
+        "other process meanwhile"
+    )
+    for i, r in enumerate(rounds, start=1):
+        for side, t in (("(a)", r.a), ("(b)", r.b), ("warm", r.warm)):
+            p = t.phases()
+            phases = (
+                f"startup {p[0]:6.2f}  generate {p[1]:7.2f}  tail {p[2]:5.2f}"
+                if p
+                else f"{'(no model load)':>40}"
+            )
+            print(
+                f"  round {i} {side:<4} {phases}   cpu {t.cpu:7.2f}  server {t.server_cpu:5.2f}"
+                f"  others {t.other_cpu:6.2f}"
+            )
+        a_req = r.a.request_seconds()
+        out_a, out_b = r.outside
+        print(
+            f"  round {i} inside the {n} requests: (a) {a_req:.2f}, (b) {r.b_latency:.2f}"
+            f" ({r.b_latency / a_req - 1:+.1%}); outside them: (a) {out_a:.2f}, "
+            f"(b) {out_b:.2f}; mean attempts per cell {r.attempts:.2f}"
+        )
+        print(
+            f"  round {i} warm re-run: model loads {r.warm_loads}, cell runs after it "
+            f"{r.runs_after_warm} (was {r.runs})"
+        )
+    print(line)
+    verdict = "PASS" if ratio <= TARGET else "FAIL"
+    quiet = sum(r.quiet for r in rounds)
+    print(
+        f"b/a wall clock, best rounds: {ratio:.3f}   target ≤ {TARGET:.2f}   {verdict}"
+        f"   (median of per-round b/a {median_ratio:.3f}; {quiet}/{len(rounds)} rounds quiet)"
+    )
+    equalised = statistics.median(r.equalised_ratio for r in rounds)
+    print(
+        f"b/a, requests equalised:     {equalised:.3f}   ((a) + the time (b) spends outside its "
+        "requests; median, for reference)"
+    )
+    cpu_ratio = statistics.median(r.cpu_ratio for r in rounds)
+    print(
+        f"b/a CPU-seconds:             {cpu_ratio:.3f}   ((b) + the server's work for it, over "
+        "(a); median, for reference)"
+    )
+    loads = sorted({r.loads for r in rounds}, key=str)
+    print(
+        f"model loads per cold grid:   {', '.join(map(str, loads))}       models: "
+        f"{grid.n_models}       {'PASS' if loads_ok else 'FAIL'}"
+    )
+    print(
+        f"warm re-run / (a), best:     {warm_ratio:.3f}   (every cell resumed from MLflow, "
+        "no model load)"
+    )
+    clean = all(r.runs == n and r.finished == n and r.runs_after_warm == n for r in rounds)
+    print(
+        f"MLflow: {n} cell runs per grid, all FINISHED, none duplicated by the warm re-run: "
+        f"{'yes' if clean else 'NO'}"
+    )
+    return ratio <= TARGET and loads_ok and clean
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    parser.add_argument("--n-scenarios", type=int, default=0, help="first N scenarios (0 = all)")
+    parser.add_argument("--prompts", default=DEFAULT_PROMPTS, help="comma-separated versions")
+    parser.add_argument("--n-tips", type=int, default=5)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds; odd rounds run (a) first, even rounds (b) first",
+    )
+    parser.add_argument(
+        "--threads",
+        default=os.environ.get("TIPBENCH_LLAMA_THREADS"),
+        help="TIPBENCH_LLAMA_THREADS for both sides [default: as set, else llama.cpp's default]",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=600.0,
+        help="seconds to wait for other processes to go idle before each "
+        "timed run (0 = do not wait)",
+    )
+    args = parser.parse_args()
+    env = base_env(args.threads)
+    with tempfile.TemporaryDirectory(prefix="tipbench-bench-") as tmp:
+        folder = Path(tmp)
+        grid = plan(args, folder)
+        print(f"grid: {len(grid.cells)} cells; starting mlflow server ...", flush=True)
+        with MlflowServer(folder / "mlflow-server") as server:
+            assert server.process is not None
+            meter = CpuMeter(server.process.pid)  # the server runs in its own session
+            blocks = json.loads(grid.requests_file.read_text(encoding="utf-8"))["blocks"]
+            warm_up(server.url, [b["model_path"] for b in blocks], env)
+            meter.wait_server_idle()
+            rounds = [
+                one_round(i, grid, server, folder, env, meter, args.quiet_wait)
+                for i in range(1, args.repeat + 1)
+            ]
+        ok = report(grid, rounds, args.threads)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
