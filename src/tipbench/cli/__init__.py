@@ -14,6 +14,7 @@ from tipbench._errors import TipbenchError
 from tipbench.cli._collect import collect_command
 from tipbench.cli._compare import compare_command
 from tipbench.cli._judge import judge_group
+from tipbench.cli._policy import policy_group
 from tipbench.cli._promote import promote_command
 from tipbench.cli._run import run_command
 from tipbench.cli._serve import serve_command
@@ -28,6 +29,7 @@ def cli() -> None:
 cli.add_command(collect_command)
 cli.add_command(compare_command)
 cli.add_command(judge_group)
+cli.add_command(policy_group)
 cli.add_command(promote_command)
 cli.add_command(run_command)
 cli.add_command(serve_command)

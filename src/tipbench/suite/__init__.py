@@ -1,5 +1,6 @@
 """Suites: the fixed scenarios, prompt versions and pinned rubric a benchmark runs on."""
 
+from tipbench.suite._catalogue import Catalogue, CatalogueTip, Category
 from tipbench.suite._rubric import (
     COMPOSITE_RANGE,
     CRITERIA,
@@ -20,6 +21,9 @@ __all__ = [
     "DEFAULT_SUITE",
     "FLAGS",
     "SCORE_NAMES",
+    "Catalogue",
+    "CatalogueTip",
+    "Category",
     "Criterion",
     "Flag",
     "Level",

@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tipbench._errors import ConfigError, SuiteError
+from tipbench.suite._catalogue import CATALOGUE_FILE, Catalogue, CatalogueFile, catalogue_from_file
 from tipbench.suite._files import PromptFile, RubricFile, ScenariosFile, SuiteFile
 from tipbench.suite._rubric import CRITERIA, FLAGS, Criterion, Flag, Level, Rubric
 from tipbench.suite._scenario import (
@@ -39,6 +40,7 @@ class Suite:
     prompts: dict[str, PromptVersion]
     rubric: Rubric
     default_prompts: tuple[str, ...]
+    catalogue: Catalogue | None = None  # the tip categories policies serve; optional
 
     @property
     def label(self) -> str:
@@ -111,6 +113,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
         prompts=prompts,
         rubric=rubric,
         default_prompts=tuple(meta.default_prompts or sorted(prompts)),
+        catalogue=_catalogue(folder / CATALOGUE_FILE),
     )
 
 
@@ -190,6 +193,10 @@ def _prompts(folder: Path) -> dict[str, PromptVersion]:
             version=data.version, description=data.description, system=data.system, user=data.user
         )
     return prompts
+
+
+def _catalogue(file: Path) -> Catalogue | None:
+    return catalogue_from_file(file, _read(file, CatalogueFile)) if file.exists() else None
 
 
 def _rubric(file: Path, rubric_id: str, scenario_ids: set[str]) -> Rubric:

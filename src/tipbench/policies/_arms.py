@@ -1,0 +1,78 @@
+"""One ridge regression per category (disjoint arms), kept as incremental sufficient statistics.
+
+For a category with feature vectors x_1..x_n and rewards r_1..r_n, the statistics are
+
+    XX = Σ x_i·x_iᵀ        RX = Σ r_i·x_i        n
+
+and the model with ridge penalty λ is A = λ·I + XX, θ = A⁻¹·RX. Each reward adds x·xᵀ to XX
+and r·x to RX (`ArmStats.updated`): nothing is refitted, and two stores that saw the same
+rewards in any order hold the same statistics. λ is applied when predicting, so the stored
+statistics are pure sums of what was observed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from tipbench.policies._features import Vector
+
+
+@dataclass(frozen=True, eq=False)
+class ArmStats:
+    """Sufficient statistics of one category's ridge model."""
+
+    xx: Vector  # d×d: Σ x·xᵀ
+    rx: Vector  # d: Σ r·x
+    n: int  # rewards learned from
+
+    @classmethod
+    def empty(cls, dimension: int) -> ArmStats:
+        """The statistics of a category that has seen no reward."""
+        return cls(xx=np.zeros((dimension, dimension)), rx=np.zeros(dimension), n=0)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.rx.shape[0])
+
+    def updated(self, x: Vector, reward: float) -> ArmStats:
+        """The statistics after learning `reward` for features `x`."""
+        return ArmStats(xx=self.xx + np.outer(x, x), rx=self.rx + reward * x, n=self.n + 1)
+
+    def model(self, ridge: float) -> RidgeModel:
+        """The ridge model with penalty `ridge` (λ > 0) fitted to these statistics."""
+        a = self.xx + ridge * np.eye(self.dimension)
+        return RidgeModel(np.asarray(np.linalg.inv(a), dtype=np.float64), self.rx)
+
+    def to_bytes(self) -> tuple[bytes, bytes]:
+        """XX and RX as little-endian float64 bytes, for a store."""
+        return self.xx.astype("<f8").tobytes(), self.rx.astype("<f8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, xx: bytes, rx: bytes, n: int) -> ArmStats:
+        vector = np.frombuffer(rx, dtype="<f8").astype(np.float64)
+        d = vector.shape[0]
+        matrix = np.frombuffer(xx, dtype="<f8").astype(np.float64).reshape(d, d)
+        return cls(xx=matrix, rx=vector, n=n)
+
+
+@dataclass(frozen=True, eq=False)
+class RidgeModel:
+    """A fitted category model: A⁻¹ and θ = A⁻¹·RX."""
+
+    a_inverse: Vector
+    rx: Vector
+
+    @cached_property
+    def theta(self) -> Vector:
+        return self.a_inverse @ self.rx
+
+    def predict(self, x: Vector) -> float:
+        """The model's expected reward for features `x`."""
+        return float(self.theta @ x)
+
+    def width(self, x: Vector) -> float:
+        """The confidence width √(xᵀ·A⁻¹·x) that LinUCB adds (times α) to the prediction."""
+        return float(np.sqrt(max(float(x @ self.a_inverse @ x), 0.0)))

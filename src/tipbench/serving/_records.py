@@ -1,0 +1,103 @@
+"""What the state store keeps: decisions (with their shadows and reward) and the roles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tipbench.policies import Moment
+
+Event = Literal["completed", "dismissed", "viewed"]
+EVENTS: tuple[Event, ...] = ("completed", "dismissed", "viewed")
+Route = Literal["serve", "score"]
+ResetScope = Literal["all", "policy", "user"]
+
+
+@dataclass(frozen=True)
+class CandidateTip:
+    tip_id: str
+    category: str
+
+
+@dataclass(frozen=True)
+class ScoredCandidate:
+    """One candidate as a policy saw it: its score and the probability of choosing it."""
+
+    tip_id: str
+    category: str
+    score: float
+    probability: float
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    """One policy's choice for a request (the live one's, or a shadow's would-be choice)."""
+
+    policy: str
+    feature_version: str
+    features: tuple[float, ...]
+    candidates: tuple[ScoredCandidate, ...]
+    tip_id: str
+    propensity: float
+
+    @property
+    def category(self) -> str:
+        return next(c.category for c in self.candidates if c.tip_id == self.tip_id)
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """A logged decision: the request, the deciding policy's choice and the shadows' ones."""
+
+    id: str
+    sequence: int
+    created_at: str  # ISO 8601, UTC
+    user_id: str
+    route: Route
+    moment: Moment
+    decision: PolicyDecision
+    shadows: tuple[PolicyDecision, ...] = ()
+
+
+@dataclass(frozen=True)
+class RewardRecord:
+    reward: float
+    event: Event
+    dwell_s: float | None
+    rewarded_at: str  # ISO 8601, UTC
+
+
+@dataclass(frozen=True)
+class LoggedDecision:
+    """A decision as exported: the record, and its reward once one arrived."""
+
+    record: DecisionRecord
+    reward: RewardRecord | None
+
+
+@dataclass(frozen=True)
+class PolicyCounts:
+    """What `/stats/{policy}` counts for a policy."""
+
+    decisions: int
+    rewards: int
+    reward_sum: float
+    shadow_decisions: int
+    events: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def mean_reward(self) -> float | None:
+        return self.reward_sum / self.rewards if self.rewards else None
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Which policy is served (live) and which only score alongside it (shadows)."""
+
+    live: str
+    shadows: tuple[str, ...] = ()
+
+    def role(self, policy: str) -> Literal["live", "shadow", "off"]:
+        if policy == self.live:
+            return "live"
+        return "shadow" if policy in self.shadows else "off"
