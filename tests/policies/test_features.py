@@ -20,7 +20,9 @@ from tipbench.policies import (
 )
 
 TUESDAY_8 = Moment(local_hour=8, weekday=1, open_tasks=3, minutes_to_deadline=600, tips_today=0)
-SUNDAY_2230 = Moment(local_hour=22.5, weekday=6, open_tasks=0, minutes_to_deadline=None, tips_today=2)
+SUNDAY_2230 = Moment(
+    local_hour=22.5, weekday=6, open_tasks=0, minutes_to_deadline=None, tips_today=2
+)
 
 
 def test_names_and_sizes() -> None:
@@ -64,7 +66,9 @@ def test_worked_example_4_user_history() -> None:
 
 def test_edges_give_finite_bounded_features() -> None:
     overdue = Moment(local_hour=0, weekday=5, open_tasks=0, minutes_to_deadline=-300, tips_today=0)
-    far = Moment(local_hour=23.99, weekday=0, open_tasks=10**5, minutes_to_deadline=10**7, tips_today=0)
+    far = Moment(
+        local_hour=23.99, weekday=0, open_tasks=10**5, minutes_to_deadline=10**7, tips_today=0
+    )
     assert features_v1(overdue)[5] == 0 and features_v1(far)[5] == 1
     assert features_v1(overdue)[3] == 1 and features_v1(far)[3] == 0
     # opposite completion hours cancel: no preferred hour, no alignment, never NaN

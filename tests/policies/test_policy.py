@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tipbench._errors import ConfigError
 from tipbench.policies import (
     POLICIES,
     ArmStats,
@@ -14,7 +15,6 @@ from tipbench.policies import (
     policy_spec,
     spread,
 )
-from tipbench._errors import ConfigError
 
 CATEGORIES = ["focus", "break", "focus", "planning"]
 
@@ -57,7 +57,11 @@ def test_every_candidate_has_at_least_the_floor_and_probabilities_sum_to_one(nam
     assert min(choice.probabilities) == pytest.approx(floor)
     assert choice.propensity == choice.probabilities[choice.index]
     # the two focus candidates are tied best and share the greedy mass exactly
-    assert choice.probabilities[0] == choice.probabilities[2] == pytest.approx(floor + (1 - 4 * floor) / 2)
+    assert (
+        choice.probabilities[0]
+        == choice.probabilities[2]
+        == pytest.approx(floor + (1 - 4 * floor) / 2)
+    )
 
 
 def test_the_draw_picks_by_the_probabilities() -> None:
@@ -67,7 +71,9 @@ def test_the_draw_picks_by_the_probabilities() -> None:
     x = np.ones(7)
     # probabilities: focus 0.1 + 0.6 = 0.7, break 0.1, quick-win 0.1, planning 0.1
     cats = ["focus", "break", "quick-win", "planning"]
-    picks = [decide(spec, config, x, cats, arms, u).index for u in (0.0, 0.69, 0.71, 0.79, 0.81, 0.99)]
+    picks = [
+        decide(spec, config, x, cats, arms, u).index for u in (0.0, 0.69, 0.71, 0.79, 0.81, 0.99)
+    ]
     assert picks == [0, 0, 1, 1, 2, 3]
     counts = np.bincount(
         [decide(spec, config, x, cats, arms, draw(7, spec.name, i)).index for i in range(4000)],

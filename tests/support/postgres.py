@@ -54,7 +54,17 @@ class PostgresCluster:
             self.user = pwd.getpwuid(os.geteuid()).pw_name
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", self.user)
         options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=on"
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
+        )
         return self
 
     def url(self, database: str = "postgres") -> str:

@@ -13,8 +13,9 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.requests import HTTPConnection
 
 from tipbench._asgi import RequestGuard
@@ -235,6 +236,12 @@ def ping() -> dict[str, bool]:
     return {"ok": True}
 
 
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 naming each bad field; the offending input is not echoed (it may be NaN or huge)."""
+    errors = [{"type": e["type"], "loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+    return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_ENTITY)
+
+
 def create_app(service: PolicyService, settings: PolicyServerSettings | None = None) -> FastAPI:
     """The FastAPI app of `tipbench policy serve`, over a service (and its store).
 
@@ -267,6 +274,7 @@ def create_app(service: PolicyService, settings: PolicyServerSettings | None = N
         max_body_bytes=settings.policy_max_body_bytes,
         unauthenticated_detail="service token required",
     )
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     guarded = [Depends(require_token)]
     app.include_router(router, dependencies=guarded)
 
