@@ -4,8 +4,8 @@ One row per decision, in sequence order; every row has the same shape:
 
     decision_id, sequence, time, user_id, policy, route, context{local_hour, weekday,
     open_tasks, minutes_to_deadline, tips_today}, feature_version, feature_names, features,
-    candidates[{tip_id, category, score, probability}], tip_id, propensity,
-    shadows[{policy, feature_version, features, candidates[...], tip_id, propensity}],
+    candidates[{tip_id, category, score, probability}], tip_id, category, propensity,
+    shadows[{policy, feature_version, features, candidates[...], tip_id, category, propensity}],
     reward, event, dwell_s, rewarded_at        (the last four null until a reward arrives)
 """
 
@@ -33,6 +33,7 @@ def _policy_fields(decision: PolicyDecision) -> dict[str, Any]:
         "features": list(decision.features),
         "candidates": [asdict(c) for c in decision.candidates],
         "tip_id": decision.tip_id,
+        "category": decision.category,
         "propensity": decision.propensity,
     }
 
@@ -103,6 +104,7 @@ def _write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
         ("features", pa.list_(pa.float64())),
         ("candidates", pa.list_(candidate)),
         ("tip_id", pa.string()),
+        ("category", pa.string()),
         ("propensity", pa.float64()),
     ]
     context = pa.struct(
