@@ -47,18 +47,24 @@ def test_run_then_resume_then_judge_by_hand(
     assert len(cells) == 6 and all("auto_composite" in r.data.metrics for r in cells)
     assert client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'leaderboard'")
 
+    # The human judges blind (no model or prompt in the file), and has scored the file
+    # (not applied yet) when the same command runs again: the scores survive the re-run.
+    data = json.loads(judge_file.read_text())
+    assert "v2-mentor" not in judge_file.read_text() and "smollm2" not in judge_file.read_text()
+    prompt_of = {r.info.run_id: r.data.params["prompt_version"] for r in cells}
+    for item in data["items"]:
+        for candidate in item["candidates"]:
+            good = prompt_of[item["run_id"]] == "v2-mentor"
+            candidate["scores"].update(relevance=4 if good else 2, actionability=3, tone=4)
+    judge_file.write_text(json.dumps(data))
+
     again = tipbench("run", *grid)
     assert again.returncode == 0, again.stderr
     assert "6 cells: 6 already recorded, 0 collected, 0 failed" in again.stdout
     assert "model loads: none" in again.stdout
     assert "6 runs: 6 already auto-judged, 0 judged" in again.stdout
-
-    data = json.loads(judge_file.read_text())
-    for item in data["items"]:
-        for candidate in item["candidates"]:
-            good = item["prompt_version"] == "v2-mentor"
-            candidate["scores"].update(relevance=4 if good else 2, actionability=3, tone=4)
-    judge_file.write_text(json.dumps(data))
+    assert "6 runs (12 candidates, 12 already scored) wait for the human judge" in again.stdout
+    assert json.loads(judge_file.read_text())["items"] == data["items"]
     applied = tipbench(
         "judge", "apply", str(judge_file), "--experiment", experiment,
         "--tracking-uri", mlflow_server.url,

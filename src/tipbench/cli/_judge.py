@@ -14,6 +14,7 @@ from rich.table import Table
 from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
 from tipbench.judge import (
+    ExportResult,
     apply_judge_file,
     export_disagreements,
     export_pending,
@@ -31,14 +32,47 @@ def judge_group() -> None:
 judge_group.add_command(auto_command)
 
 
+reveal_option = click.option(
+    "--reveal",
+    is_flag=True,
+    help="Show each run's model and prompt version, in run order [default: blind, shuffled].",
+)
+seed_option = click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the blind order [default: the existing file's, else random].",
+)
+
+
+def report_export(result: ExportResult) -> None:
+    """How many runs and candidates, how many of them already hold scores, and notes."""
+    scored = f", {result.scored} already scored" if result.scored else ""
+    carried = f", {result.carried} of them carried over from the file" if result.carried else ""
+    click.echo(
+        f"exported {result.runs} runs ({result.candidates} candidates{scored}{carried}) "
+        f"to {result.path}"
+    )
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+
+
 @judge_group.command("export")
 @options.experiment
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@reveal_option
+@seed_option
 @options.tracking_uri
-def export_command(experiment: str, out: Path, tracking_uri: str | None) -> None:
-    """Write every run still waiting for the human judge into one JSON file."""
-    result = export_pending(TrackingStore(tracking_uri), experiment, out)
-    click.echo(f"exported {result.runs} runs ({result.candidates} candidates) to {result.path}")
+def export_command(
+    experiment: str, out: Path, reveal: bool, seed: int | None, tracking_uri: str | None
+) -> None:
+    """Write every run still waiting for the human judge into one JSON file.
+
+    Scores already in the file are carried over. Judging is blind: the file shows no model
+    or prompt version and lists items and candidates in a seeded shuffled order.
+    """
+    result = export_pending(TrackingStore(tracking_uri), experiment, out, reveal=reveal, seed=seed)
+    report_export(result)
     if result.runs:
         click.echo(
             f"fill in the scores, then: tipbench judge apply --experiment {experiment} {out}"
@@ -57,6 +91,11 @@ def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: 
         f"applied {result.applied} runs, {result.unchanged} unchanged, "
         f"{result.incomplete} not completely scored yet"
     )
+    for pending in result.pending:
+        click.echo(
+            f"  not complete yet: {pending.item}: {pending.scored} of {pending.total} "
+            "candidates scored (kept as a draft; the run stays pending)"
+        )
     for run_id, error in result.failed:
         click.echo(f"  not written: run {run_id}: {error}", err=True)
     sys.exit(1 if result.failed else 0)
@@ -99,12 +138,21 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     help="Queue candidates whose tiers differ by more than this on any score.",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@reveal_option
+@seed_option
 @options.tracking_uri
 def disagreements_command(
-    experiment: str, delta: float, out: Path, tracking_uri: str | None
+    experiment: str,
+    delta: float,
+    out: Path,
+    reveal: bool,
+    seed: int | None,
+    tracking_uri: str | None,
 ) -> None:
     """Write the candidates where the tiers disagree, as a judge file to re-score."""
-    result = export_disagreements(TrackingStore(tracking_uri), experiment, delta, out)
+    result = export_disagreements(
+        TrackingStore(tracking_uri), experiment, delta, out, reveal=reveal, seed=seed
+    )
     click.echo(
         f"{result.candidates} candidates in {result.runs} runs differ by more than {delta:g}: "
         f"wrote {result.path}"

@@ -31,12 +31,18 @@ from tipbench.pipeline import run_pipeline
     default=None,
     help="The human judge's file [default: $TIPBENCH_HOME/judge/EXPERIMENT.json].",
 )
+@click.option(
+    "--reveal",
+    is_flag=True,
+    help="Show model and prompt in the human judge's file [default: blind, shuffled].",
+)
 @options.min_scenarios
 @options.plot
 def run_command(
     tracking_uri: str | None,
     judge_model: str,
     out: Path | None,
+    reveal: bool,
     min_scenarios: int,
     plot: Path | None,
     **options: object,
@@ -55,6 +61,7 @@ def run_command(
             plot=plot,
             collect_progress=cells,
             judge_progress=judging,
+            reveal=reveal,
         )
     click.echo("== collect")
     report_collect(result.collect)
@@ -62,7 +69,12 @@ def run_command(
     report_judge(result.auto)
     click.echo("== human judge")
     export = result.export
-    click.echo(f"{export.runs} runs ({export.candidates} candidates) wait for the human judge")
+    scored = f", {export.scored} already scored" if export.scored else ""
+    click.echo(
+        f"{export.runs} runs ({export.candidates} candidates{scored}) wait for the human judge"
+    )
+    if export.carried:
+        click.echo(f"  kept the {export.carried} scores already in {export.path}")
     if export.runs:
         click.echo(
             f"  score {export.path}, then: tipbench judge apply "

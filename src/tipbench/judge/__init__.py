@@ -7,34 +7,72 @@ from tipbench.judge._agreement import (
     quadratic_weighted_kappa,
 )
 from tipbench.judge._auto import (
+    ANSWERS_FILE,
     DEFAULT_JUDGE_MODEL,
     AutoJudgeProgress,
     AutoJudgeResult,
     auto_judge,
 )
 from tipbench.judge._auto_prompt import judge_messages, parse_scores, score_schema
-from tipbench.judge._file import SCHEMA_VERSION, JudgeFile, json_schema, read_judge_file
+from tipbench.judge._calibration import (
+    DEFAULT_MIN_KAPPA,
+    Calibration,
+    CriterionFigures,
+    calibrate,
+    calibration_figures,
+)
+from tipbench.judge._calibration_store import (
+    CALIBRATION_EXPERIMENT,
+    JudgeCalibration,
+    judge_calibration,
+    log_calibration,
+    tier_calibration,
+)
+from tipbench.judge._export import (
+    PENDING_FILTER,
+    ExportResult,
+    blind_order,
+    export_pending,
+    fresh_path,
+    judge_file_for,
+    previous_judge_file,
+)
+from tipbench.judge._file import (
+    SCHEMA_VERSION,
+    JudgeFile,
+    JudgeFileError,
+    json_schema,
+    read_judge_file,
+)
 from tipbench.judge._human import (
     ApplyResult,
-    ExportResult,
+    PendingRun,
     apply_judge_file,
     apply_judgements,
     default_judge,
-    export_pending,
 )
 from tipbench.judge._scores import TIERS, Scores, Tier, decode_scores, metric_name
 from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
 
 __all__ = [
+    "ANSWERS_FILE",
+    "CALIBRATION_EXPERIMENT",
     "DEFAULT_JUDGE_MODEL",
+    "DEFAULT_MIN_KAPPA",
+    "PENDING_FILTER",
     "SCHEMA_VERSION",
     "TIERS",
     "Agreement",
     "ApplyResult",
     "AutoJudgeProgress",
     "AutoJudgeResult",
+    "Calibration",
+    "CriterionFigures",
     "ExportResult",
+    "JudgeCalibration",
     "JudgeFile",
+    "JudgeFileError",
+    "PendingRun",
     "ScoredPair",
     "Scores",
     "Tier",
@@ -42,18 +80,27 @@ __all__ = [
     "apply_judge_file",
     "apply_judgements",
     "auto_judge",
+    "blind_order",
+    "calibrate",
+    "calibration_figures",
     "decode_scores",
     "default_judge",
     "export_disagreements",
     "export_pending",
+    "fresh_path",
     "json_schema",
+    "judge_calibration",
+    "judge_file_for",
     "judge_messages",
     "krippendorff_alpha_ordinal",
+    "log_calibration",
     "metric_name",
     "parse_scores",
+    "previous_judge_file",
     "quadratic_weighted_kappa",
     "read_judge_file",
     "score_schema",
     "scored_pairs",
     "tier_agreement",
+    "tier_calibration",
 ]

@@ -34,9 +34,15 @@ from tipbench.judge._candidates import (
     judgeable_runs,
 )
 from tipbench.judge._record import record_scores
-from tipbench.judge._scores import Scores, scores_tag, version_tag
-from tipbench.suite import Rubric, load_suite
-from tipbench.tracking import BackgroundWriter, TrackingStore, WriteJob, short_error
+from tipbench.judge._scores import (
+    Scores,
+    decode_scores,
+    judged_by_tag,
+    scores_tag,
+    version_tag,
+)
+from tipbench.suite import CRITERIA, Rubric, load_suite
+from tipbench.tracking import BackgroundWriter, TrackingStore, WriteJob, log_texts, short_error
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -54,6 +60,8 @@ JUDGE_N_CTX = 4096
 RESAMPLE_TEMPERATURE = 0.3
 
 ERROR_TAG = "auto_judge_error"
+#: The judge's raw answers of the latest pass (and `auto_answers/v<N>.json` per version).
+ANSWERS_FILE = "auto_answers.json"
 RESAMPLED_TAG = "auto_judge_resampled"
 _ERROR_CHARS = 1000
 
@@ -66,7 +74,7 @@ class AutoJudgeProgress(Protocol):
     def note(self, message: str) -> None: ...
 
 
-class _Silent:
+class SilentProgress:
     def begin(self, total: int, done: int) -> None: ...
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None: ...
     def note(self, message: str) -> None: ...
@@ -87,6 +95,7 @@ class AutoJudgeResult:
     unwritten: list[tuple[str, str]] = field(default_factory=list)  # (run name, error)
     model_loads: int = 0
     interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)  # e.g. constant scores
 
     @property
     def exit_code(self) -> int:
@@ -131,10 +140,10 @@ def auto_judge(
     """
     if max_model_b <= 0:
         raise ConfigError(f"max_model_b must be above 0, not {max_model_b:g}")
-    progress = progress or _Silent()
+    progress = progress or SilentProgress()
     retry = retry or RetryPolicy()
     spec = ModelSpec.parse(judge_model)
-    backend = open_backend(spec, _options(ollama_url, openai_base_url))
+    backend = open_backend(spec, judge_backend_options(ollama_url, openai_base_url))
     experiment_id = store.experiment_id(experiment)
     runs = judgeable_runs(store, experiment_id)
     pending = sorted(
@@ -158,7 +167,7 @@ def auto_judge(
     except Exception as exc:
         raise TrackingError(f"cannot read candidates at {store.uri}: {short_error(exc)}") from None
 
-    judge = _Judge(backend, rubric.text(), retry, progress)
+    judge = CandidateJudge(backend, rubric.text(), retry, progress)
     writer = BackgroundWriter(store)
     try:
         progress.note(f"loading {spec}")
@@ -169,7 +178,9 @@ def auto_judge(
             verdict = judge.cell(name, cell)
             if verdict.error is not None:
                 result.failed.append((name, verdict.error))
-                writer.submit(name, _write_error(run.info.run_id, verdict.error))
+                writer.submit(
+                    name, _write_error(run.info.run_id, verdict.error, str(spec), verdict)
+                )
             else:
                 result.judged += 1
                 result.candidates += len(verdict.scores)
@@ -185,10 +196,43 @@ def auto_judge(
             progress.note(f"could not unload {spec}: {exc}")
         progress.note("writing the last scores to MLflow")
         result.unwritten = [(f.label, f.error) for f in writer.close()]
+    result.warnings = constant_score_warnings(judgeable_runs(store, experiment_id))
     return result
 
 
-def _options(ollama_url: str | None, openai_base_url: str | None) -> BackendOptions:
+#: Below this many candidates, the same score everywhere says little about the judge.
+CONSTANT_MIN_CANDIDATES = 5
+
+
+def constant_score_warnings(runs: list[Run]) -> list[str]:
+    """A warning per judge model whose scores of a criterion are the same for every candidate.
+
+    Such a judge cannot tell the candidates apart: its leaderboard ranks noise.
+    """
+    by_judge: dict[str, list[Scores]] = {}
+    for run in runs:
+        judge = run.data.tags.get(judged_by_tag("auto"), "")
+        by_judge.setdefault(judge, []).extend(
+            decode_scores(run.data.tags.get(scores_tag("auto"))).values()
+        )
+    warnings = []
+    for judge, scores in sorted(by_judge.items()):
+        if len(scores) < CONSTANT_MIN_CANDIDATES:
+            continue
+        constant = [
+            f"{name} {getattr(scores[0], name)}"
+            for name in CRITERIA
+            if len({getattr(s, name) for s in scores}) == 1
+        ]
+        if constant:
+            warnings.append(
+                f"judge {judge or 'unknown'} gave all {len(scores)} candidates "
+                f"{', '.join(constant)}: its scores cannot tell them apart"
+            )
+    return warnings
+
+
+def judge_backend_options(ollama_url: str | None, openai_base_url: str | None) -> BackendOptions:
     defaults = BackendOptions(n_ctx=JUDGE_N_CTX)
     return BackendOptions(
         ollama_url=ollama_url or defaults.ollama_url,
@@ -222,10 +266,23 @@ class _Verdict:
     scores: dict[str, Scores] = field(default_factory=dict)
     resampled: dict[str, tuple[float, int]] = field(default_factory=dict)  # id -> (temp, seed)
     error: str | None = None
+    answers: dict[str, list[RawAnswer]] = field(default_factory=dict)  # id -> every attempt
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """One answer of the judge model as it gave it, with the settings that produced it."""
+
+    text: str
+    temperature: float
+    seed: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"text": self.text, "temperature": self.temperature, "seed": self.seed}
 
 
 @dataclass
-class _Judge:
+class CandidateJudge:
     backend: Backend
     rubric_text: str
     retry: RetryPolicy
@@ -237,23 +294,28 @@ class _Judge:
             return _Verdict(error="the run has no candidates")
         scores: dict[str, Scores] = {}
         resampled: dict[str, tuple[float, int]] = {}
+        answers: dict[str, list[RawAnswer]] = {}
         for index, candidate in enumerate(cell.candidates):
             cid = str(candidate["id"])
+            answers[cid] = []
             try:
-                scores[cid], (temperature, seed) = self._score(cell, candidate)
+                scores[cid], (temperature, seed) = self._score(cell, candidate, answers[cid])
             except BackendError as exc:
                 error = f"candidate {cid}: {exc}"
                 self.progress.advance(f"{name} {cid}", error, len(cell.candidates) - index)
-                return _Verdict(error=error)
+                return _Verdict(error=error, answers=answers)
             if temperature != JUDGE_TEMPERATURE:
                 resampled[cid] = (temperature, seed)
             self.progress.advance(f"{name} {cid}")
-        return _Verdict(scores, resampled)
+        return _Verdict(scores, resampled, answers=answers)
 
     def _score(
-        self, cell: CellCandidates, candidate: dict[str, object]
+        self, cell: CellCandidates, candidate: dict[str, object], answers: list[RawAnswer]
     ) -> tuple[Scores, tuple[float, int]]:
-        """One candidate's scores and the (temperature, seed) that gave them, with retries."""
+        """One candidate's scores and the (temperature, seed) that gave them, with retries.
+
+        Every answer the model gave, parsable or not, is appended to `answers`.
+        """
         messages = judge_messages(self.rubric_text, cell.scenario, candidate)
         schema = score_schema()
         temperature = JUDGE_TEMPERATURE
@@ -263,6 +325,7 @@ class _Judge:
             seed = JUDGE_SEED + number - 1
             request = GenerationRequest(messages, temperature, seed, JUDGE_MAX_TOKENS, schema)
             text = self.backend.generate(request).text
+            answers.append(RawAnswer(text, request.temperature, seed))
             scores = parse_scores(text)
             if scores is None:
                 temperature = RESAMPLE_TEMPERATURE
@@ -282,18 +345,37 @@ def _write_scores(run: Run, verdict: _Verdict, judged_by: str) -> WriteJob:
         settings = {cid: list(setting) for cid, setting in verdict.resampled.items()}
         tags[RESAMPLED_TAG] = json.dumps(settings, separators=(",", ":"))
     stale = [tag for tag in (ERROR_TAG, RESAMPLED_TAG) if tag in run.data.tags and tag not in tags]
+    answers = answers_document(judged_by, verdict.answers)
 
     def write(client: MlflowClient) -> None:
         client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-        record_scores(client, run_id, "auto", verdict.scores, judged_by, previous)
+        version = record_scores(client, run_id, "auto", verdict.scores, judged_by, previous)
+        log_texts(client, run_id, {ANSWERS_FILE: answers, f"auto_answers/v{version}.json": answers})
         for tag in stale:
             client.delete_tag(run_id, tag)
 
     return write
 
 
-def _write_error(run_id: str, error: str) -> WriteJob:
+def answers_document(judge_model: str, answers: dict[str, list[RawAnswer]]) -> str:
+    """The judge's raw answers per candidate (every attempt), as the artifact's JSON."""
+    return json.dumps(
+        {
+            "judge_model": judge_model,
+            "candidates": {
+                cid: [a.to_dict() for a in attempts] for cid, attempts in answers.items()
+            },
+        },
+        indent=2,
+        ensure_ascii=False,
+    )
+
+
+def _write_error(run_id: str, error: str, judge_model: str, verdict: _Verdict) -> WriteJob:
+    answers = answers_document(judge_model, verdict.answers)
+
     def write(client: MlflowClient) -> None:
         client.set_tag(run_id, ERROR_TAG, error[:_ERROR_CHARS])
+        log_texts(client, run_id, {ANSWERS_FILE: answers})
 
     return write

@@ -1,8 +1,11 @@
 """The judge file: what a human judge fills in, in any editor (schema version 1).
 
-One JSON file per export: the rubric text, and per run its `run_id`, model, prompt version,
-scenario and `candidates[]`, each with `id`, `text` and `scores` (null until scored; the
-`format_ok` / `overlong` flags come pre-filled by the rubric's rules and may be overridden).
+One JSON file per export: the rubric (a list of lines, readable in an editor), and per run
+its `run_id`, scenario and `candidates[]`, each with `id`, `text` and `scores` (null until
+scored; the `format_ok` / `overlong` flags come pre-filled by the rubric's rules and may be
+overridden). Judging is blind by default: the model and prompt version of a run are left
+out (they stay in the store) and items and candidates come in a seeded shuffled order;
+an export with `reveal` adds them.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tipbench._errors import ConfigError
 from tipbench.judge._scores import Scores
@@ -19,6 +22,24 @@ from tipbench.judge._scores import Scores
 SCHEMA_VERSION: Literal[1] = 1
 Criterion = Annotated[int, Field(ge=1, le=5)]
 Flag = Annotated[int, Field(ge=0, le=1)]
+
+
+class JudgeFileError(ConfigError):
+    """A judge file (or the judging page's scores) has problems: every one of them, at once.
+
+    The message has one line per problem, each naming the item; with a single problem it is
+    one line: `SOURCE: items[2] (run …) candidates[0] (c1) scores.tone: …`.
+    """
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        if len(problems) == 1:
+            message = f"{source}: {problems[0]}"
+        else:
+            lines = [f"{source}: {len(problems)} problems, nothing written:"]
+            message = "\n".join(lines + [f"  {problem}" for problem in problems])
+        super().__init__(message)
 
 
 class _Model(BaseModel):
@@ -39,6 +60,13 @@ class CandidateScores(_Model):
             return None
         return Scores(*values)  # type: ignore[arg-type]
 
+    def started(self) -> bool:
+        """True once the judge filled in any criterion (the flags come pre-filled)."""
+        return any(v is not None for v in (self.relevance, self.actionability, self.tone))
+
+    def values(self) -> list[int | None]:
+        return [self.relevance, self.actionability, self.tone, self.format_ok, self.overlong]
+
     @classmethod
     def of(cls, scores: Scores) -> CandidateScores:
         return cls(**scores.as_dict())
@@ -55,15 +83,30 @@ class Candidate(_Model):
 
 class Item(_Model):
     run_id: str = Field(min_length=1)
-    model: str
-    prompt_version: str
+    model: str | None = Field(default=None, description="Only in files exported with reveal.")
+    prompt_version: str | None = Field(
+        default=None, description="Only in files exported with reveal."
+    )
     scenario: dict[str, Any]
     candidates: list[Candidate] = Field(min_length=1)
 
 
 class RubricRef(_Model):
     id: str
-    text: str
+    text: list[str] = Field(description="The rubric document, one line per string.")
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _lines(cls, value: Any) -> Any:
+        """Files written before the rubric became a list held it as one string."""
+        return value.split("\n") if isinstance(value, str) else value
+
+    @classmethod
+    def of(cls, rubric_id: str, document: str) -> RubricRef:
+        return cls(id=rubric_id, text=document.split("\n"))
+
+    def document(self) -> str:
+        return "\n".join(self.text)
 
 
 class JudgeFile(_Model):
@@ -73,6 +116,9 @@ class JudgeFile(_Model):
     experiment: str
     exported_at: str
     judge: str | None = Field(default=None, description="Who scores; `apply --judge` wins.")
+    order_seed: int | None = Field(
+        default=None, description="The seed of the shuffled order (absent with reveal)."
+    )
     rubric: RubricRef
     items: list[Item]
 
@@ -81,12 +127,21 @@ class JudgeFile(_Model):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         data = self.model_dump(mode="json")
+        if data["order_seed"] is None:
+            del data["order_seed"]
         for item in data["items"]:
+            for key in ("model", "prompt_version"):
+                if item[key] is None:
+                    del item[key]
             for candidate in item["candidates"]:
                 if candidate["previous"] is None:
                     del candidate["previous"]
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(path)
+
+    def scored_candidates(self) -> int:
+        """Candidates with at least one criterion filled in."""
+        return sum(c.scores.started() for item in self.items for c in item.candidates)
 
 
 def json_schema() -> dict[str, Any]:
@@ -97,44 +152,120 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-def read_judge_file(path: Path) -> JudgeFile:
-    """Read and validate a judge file.
+def load_json(path: Path) -> Any:
+    """The JSON value in a file.
 
     Raises:
-        ConfigError: one line naming the file, the item (with its run id) and the problem.
+        ConfigError: one line naming the file and where its JSON is broken.
     """
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a folder, not a judge file") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno} "
-            "(truncated or edited badly?)"
-        ) from None
+        raise ConfigError(f"{path}: {_syntax_error(text, exc)}") from None
+
+
+def _syntax_error(text: str, exc: json.JSONDecodeError) -> str:
+    """Where the JSON is broken; a trailing comma is reported where the comma is.
+
+    Python's parser notices a trailing comma only at the next token (often a line later).
+    """
+    before = text[: exc.pos].rstrip()
+    if before.endswith(",") and exc.pos < len(text) and text[exc.pos] in "]}":
+        comma = len(before) - 1
+        line = text.count("\n", 0, comma) + 1
+        column = comma - (text.rfind("\n", 0, comma) + 1) + 1
+        closing = text[exc.pos]
+        return f"not valid JSON at line {line} column {column}: trailing comma before {closing}"
+    return f"not valid JSON at line {exc.lineno} column {exc.colno} (truncated or edited badly?)"
+
+
+def read_judge_file(path: Path) -> JudgeFile:
+    """Read and validate a judge file.
+
+    Raises:
+        ConfigError: one line naming the file and where its JSON is broken.
+        JudgeFileError: every problem of the file, each naming the item (run id) and field.
+    """
+    raw = load_json(path)
+    judge_file, problems = validate_judge_file(raw)
+    if judge_file is None or problems:
+        raise JudgeFileError(str(path), problems)
+    return judge_file
+
+
+def validate_judge_file(raw: Any) -> tuple[JudgeFile | None, list[str]]:
+    """The judge file in a parsed JSON value, and every problem found in it."""
     if isinstance(raw, dict) and raw.get("schema_version") != SCHEMA_VERSION:
-        raise ConfigError(
-            f"{path}: schema_version {raw.get('schema_version')!r} is not supported "
+        return None, [
+            f"schema_version {raw.get('schema_version')!r} is not supported "
             f"(expected {SCHEMA_VERSION})"
-        )
+        ]
+    problems = duplicates(item_refs(raw))
     try:
         judge_file = JudgeFile.model_validate(raw)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        raise ConfigError(f"{path}: {_where(raw, error['loc'])}: {error['msg']}") from None
-    _check_unique(path, judge_file)
-    return judge_file
+        errors = [f"{_where(raw, error['loc'])}: {error['msg']}" for error in exc.errors()]
+        return None, errors + problems
+    return judge_file, problems
+
+
+ItemRef = tuple[int, str, list[str]]  # (index, run id, candidate ids)
+
+
+def item_refs(raw: Any) -> list[ItemRef]:
+    """Each item's run id and candidate ids, read leniently from a file that may be invalid."""
+    items = raw.get("items") if isinstance(raw, dict) else None
+    refs: list[ItemRef] = []
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict) or not isinstance(item.get("run_id"), str):
+            continue
+        candidates = item.get("candidates")
+        ids = [
+            c["id"]
+            for c in (candidates if isinstance(candidates, list) else [])
+            if isinstance(c, dict) and isinstance(c.get("id"), str)
+        ]
+        refs.append((index, item["run_id"], ids))
+    return refs
+
+
+def refs_of(judge_file: JudgeFile) -> list[ItemRef]:
+    return [
+        (index, item.run_id, [c.id for c in item.candidates])
+        for index, item in enumerate(judge_file.items)
+    ]
+
+
+def where_item(index: int, run_id: str) -> str:
+    return f"items[{index}] (run {run_id})"
+
+
+def duplicates(refs: list[ItemRef]) -> list[str]:
+    """A run listed twice, a candidate listed twice within an item."""
+    problems: list[str] = []
+    seen_runs: set[str] = set()
+    for index, run_id, ids in refs:
+        if run_id in seen_runs:
+            problems.append(f"{where_item(index, run_id)}: run listed twice")
+        seen_runs.add(run_id)
+        for cid in sorted({cid for cid in ids if ids.count(cid) > 1}):
+            problems.append(f"{where_item(index, run_id)}: candidate {cid} listed twice")
+    return problems
 
 
 def _where(raw: Any, loc: tuple[int | str, ...]) -> str:
     """`items[3] (run abc…) candidates[1] (c2) scores.tone` for a validation error location."""
     parts: list[str] = []
     node = raw
-    i = 0
-    while i < len(loc):
-        key = loc[i]
+    for key in loc:
         if isinstance(key, int) and parts:
             label = f"{parts.pop()}[{key}]"
             node = node[key] if isinstance(node, list) and key < len(node) else None
@@ -146,19 +277,4 @@ def _where(raw: Any, loc: tuple[int | str, ...]) -> str:
         else:
             parts.append(str(key))
             node = node.get(key) if isinstance(node, dict) else None
-        i += 1
     return " ".join(parts).replace(" scores ", " scores.") or "file"
-
-
-def _check_unique(path: Path, judge_file: JudgeFile) -> None:
-    seen_runs: set[str] = set()
-    for index, item in enumerate(judge_file.items):
-        if item.run_id in seen_runs:
-            raise ConfigError(f"{path}: items[{index}] (run {item.run_id}): run listed twice")
-        seen_runs.add(item.run_id)
-        ids = [c.id for c in item.candidates]
-        for cid in ids:
-            if ids.count(cid) > 1:
-                raise ConfigError(
-                    f"{path}: items[{index}] (run {item.run_id}): candidate {cid} listed twice"
-                )

@@ -1,4 +1,9 @@
-"""The human tier, file based: export pending runs to a judge file, apply it back."""
+"""The human tier, file based: apply a judge file (or the judging page's scores) back.
+
+The whole file is checked first and every problem reported at once; then completely scored
+runs get their scores, and partly scored runs keep what was scored as a draft (they stay
+pending, and the next export fills the draft in).
+"""
 
 from __future__ import annotations
 
@@ -6,29 +11,31 @@ import getpass
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tipbench._errors import ConfigError
-from tipbench.judge._candidates import (
-    CellCandidates,
-    candidate_count,
-    fetch_candidates,
-    fetch_rubric,
-    judgeable_runs,
-)
+from tipbench.judge._candidates import candidate_count, judgeable_runs
 from tipbench.judge._file import (
-    Candidate,
-    CandidateScores,
-    Item,
+    ItemRef,
     JudgeFile,
-    RubricRef,
-    read_judge_file,
+    JudgeFileError,
+    item_refs,
+    load_json,
+    refs_of,
+    validate_judge_file,
+    where_item,
 )
 from tipbench.judge._record import record_scores
-from tipbench.judge._scores import Scores, decode_scores, scores_tag, version_tag
-from tipbench.suite import load_suite
+from tipbench.judge._scores import (
+    DRAFT_TAG,
+    Draft,
+    Scores,
+    decode_draft,
+    decode_scores,
+    encode_draft,
+    scores_tag,
+    version_tag,
+)
 from tipbench.tracking import TrackingStore, short_error
 
 if TYPE_CHECKING:
@@ -38,10 +45,12 @@ _WRITE_THREADS = 8
 
 
 @dataclass(frozen=True)
-class ExportResult:
-    path: Path
-    runs: int
-    candidates: int
+class PendingRun:
+    """A run of the file that is not completely scored yet (its scores kept as a draft)."""
+
+    item: str  # `items[3] (run …)`
+    scored: int
+    total: int
 
 
 @dataclass
@@ -51,54 +60,9 @@ class ApplyResult:
     applied: int = 0
     unchanged: int = 0
     incomplete: int = 0
+    drafted: int = 0  # incomplete runs whose draft was written now
+    pending: list[PendingRun] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (run id, error)
-
-
-def judge_file_for(
-    store: TrackingStore, experiment: str, runs: list[Run], cells: list[CellCandidates]
-) -> JudgeFile:
-    """A judge file over `cells`: scores null, flags pre-filled by the rubric's rules.
-
-    The rubric text is the one stored with the runs (the bundled one if there are none).
-    """
-    if runs:
-        rubric_id, rubric_text = fetch_rubric(store, runs[0])
-    else:
-        rubric = load_suite().rubric
-        rubric_id, rubric_text = rubric.id, rubric.text()
-    return JudgeFile(
-        experiment=experiment,
-        exported_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        rubric=RubricRef(id=rubric_id, text=rubric_text),
-        items=[
-            Item(
-                run_id=cell.run_id,
-                model=cell.model,
-                prompt_version=cell.prompt_version,
-                scenario=cell.scenario,
-                candidates=[
-                    Candidate(
-                        id=c["id"],
-                        text=c["text"],
-                        scores=CandidateScores(format_ok=c["format_ok"], overlong=c["overlong"]),
-                    )
-                    for c in cell.candidates
-                ],
-            )
-            for cell in cells
-        ],
-    )
-
-
-def export_pending(store: TrackingStore, experiment: str, out: Path) -> ExportResult:
-    """Write every run of `experiment` still waiting for the human judge into one file."""
-    experiment_id = store.experiment_id(experiment)
-    runs = judgeable_runs(store, experiment_id, "tags.judge_pending = 'true'")
-    runs.sort(key=lambda r: r.info.run_name or "")
-    cells = fetch_candidates(store, runs)
-    judge_file = judge_file_for(store, experiment, runs, cells)
-    judge_file.dump(out)
-    return ExportResult(out, len(cells), sum(len(c.candidates) for c in cells))
 
 
 def default_judge() -> str:
@@ -112,12 +76,51 @@ def apply_judge_file(
 
     Scores in the file are merged over the run's current human scores, so a file that
     re-scores some candidates (a disagreement queue) completes a run too. Re-applying the
-    same scores writes nothing; changed scores become a new version.
+    same scores writes nothing; changed scores become a new version. A partly scored run
+    keeps its scores as a draft and stays pending.
 
     Raises:
-        ConfigError: naming the item and the problem; nothing is written then.
+        ConfigError: the file is not readable JSON (one line, naming where).
+        JudgeFileError: every problem of the file, one line each; nothing is written then.
     """
-    return apply_judgements(store, experiment, read_judge_file(path), judged_by, str(path))
+    raw = load_json(path)
+    judge_file, problems = validate_judge_file(raw)
+    if judge_file is None or problems:
+        runs = _runs(store, experiment)
+        refs = item_refs(raw)
+        problems += _store_problems(experiment, refs, runs) if runs is not None else []
+        raise JudgeFileError(str(path), problems)
+    return apply_judgements(store, experiment, judge_file, judged_by, str(path))
+
+
+def _runs(store: TrackingStore, experiment: str) -> dict[str, Run] | None:
+    """The judgeable runs by id (None if the experiment does not exist)."""
+    try:
+        experiment_id = store.experiment_id(experiment)
+    except Exception:
+        return None
+    return {run.info.run_id: run for run in judgeable_runs(store, experiment_id)}
+
+
+def _store_problems(experiment: str, refs: list[ItemRef], runs: dict[str, Run]) -> list[str]:
+    problems = []
+    for index, run_id, ids in refs:
+        run = runs.get(run_id)
+        if run is None:
+            problems.append(
+                f"{where_item(index, run_id)}: not a judgeable cell run of experiment "
+                f"{experiment!r}"
+            )
+            continue
+        known = _known_ids(run)
+        for cid in ids:
+            if cid not in known:
+                problems.append(f"{where_item(index, run_id)}: unknown candidate id {cid!r}")
+    return problems
+
+
+def _known_ids(run: Run) -> set[str]:
+    return {f"c{i}" for i in range(1, candidate_count(run) + 1)}
 
 
 def apply_judgements(
@@ -130,63 +133,71 @@ def apply_judgements(
     """`apply_judge_file` for a judge file already parsed (a file, or the judging page).
 
     Raises:
-        ConfigError: naming `source`, the item and the problem; nothing is written then.
+        JudgeFileError: naming `source` and every problem; nothing is written then.
     """
     if judge_file.experiment != experiment:
-        raise ConfigError(
-            f"{source}: exported from experiment {judge_file.experiment!r}, not {experiment!r}"
+        raise JudgeFileError(
+            source, [f"exported from experiment {judge_file.experiment!r}, not {experiment!r}"]
         )
-    experiment_id = store.experiment_id(experiment)
-    runs = {run.info.run_id: run for run in judgeable_runs(store, experiment_id)}
-    plan = [
-        _planned(source, experiment, index, item, runs)
-        for index, item in enumerate(judge_file.items)
-    ]
+    runs = _runs(store, experiment) or {}
+    if not runs:
+        store.experiment_id(experiment)  # a missing experiment is a TrackingError
+    problems = _store_problems(experiment, refs_of(judge_file), runs)
+    if problems:
+        raise JudgeFileError(source, problems)
 
     result = ApplyResult()
-    writes: list[tuple[Run, dict[str, Scores]]] = []
-    for run, merged, complete in plan:
-        if not complete:
-            result.incomplete += 1
-        elif merged == decode_scores(run.data.tags.get(scores_tag("human"))):
-            result.unchanged += 1
-        else:
-            writes.append((run, merged))
+    writes: list[tuple[Run, dict[str, Scores] | Draft, bool]] = []  # (run, what, final)
+    for index, item in enumerate(judge_file.items):
+        run = runs[item.run_id]
+        known = _known_ids(run)
+        stored = decode_scores(run.data.tags.get(scores_tag("human")))
+        merged = dict(stored)
+        draft = decode_draft(run.data.tags.get(DRAFT_TAG))
+        for candidate in item.candidates:
+            scores = candidate.scores.complete()
+            if scores is not None:
+                merged[candidate.id] = scores
+            if scores is not None or candidate.scores.started():
+                draft[candidate.id] = candidate.scores.values()
+            else:
+                draft.pop(candidate.id, None)
+        if set(merged) == known:
+            if merged == stored and DRAFT_TAG not in run.data.tags:
+                result.unchanged += 1
+            else:
+                writes.append((run, merged, True))
+            continue
+        result.incomplete += 1
+        scored = sum(1 for values in draft.values() if None not in values)
+        result.pending.append(PendingRun(where_item(index, item.run_id), scored, len(known)))
+        if draft != decode_draft(run.data.tags.get(DRAFT_TAG)):
+            writes.append((run, draft, False))
 
     judge = judged_by or judge_file.judge or default_judge()
 
-    def write(job: tuple[Run, dict[str, Scores]]) -> str | None:
-        run, scores = job
+    def write(job: tuple[Run, Any, bool]) -> str | None:
+        run, what, final = job
+        run_id = run.info.run_id
         try:
-            previous = int(run.data.tags.get(version_tag("human"), "0"))
-            record_scores(store.client, run.info.run_id, "human", scores, judge, previous)
+            if not final:
+                store.client.set_tag(run_id, DRAFT_TAG, encode_draft(what))
+                return None
+            if what != decode_scores(run.data.tags.get(scores_tag("human"))):
+                previous = int(run.data.tags.get(version_tag("human"), "0"))
+                record_scores(store.client, run_id, "human", what, judge, previous)
+            if DRAFT_TAG in run.data.tags:
+                store.client.delete_tag(run_id, DRAFT_TAG)
         except Exception as exc:
             return short_error(exc)
         return None
 
     with ThreadPoolExecutor(_WRITE_THREADS) as pool:
-        for (run, _), error in zip(writes, pool.map(write, writes), strict=True):
-            if error is None:
+        for (run, _, final), error in zip(writes, pool.map(write, writes), strict=True):
+            if error is not None:
+                result.failed.append((run.info.run_id, error))
+            elif final:
                 result.applied += 1
             else:
-                result.failed.append((run.info.run_id, error))
+                result.drafted += 1
     return result
-
-
-def _planned(
-    source: str, experiment: str, index: int, item: Item, runs: dict[str, Run]
-) -> tuple[Run, dict[str, Scores], bool]:
-    """Check one item against its run; return the run, merged scores and completeness."""
-    where = f"{source}: items[{index}] (run {item.run_id})"
-    run = runs.get(item.run_id)
-    if run is None:
-        raise ConfigError(f"{where}: not a judgeable cell run of experiment {experiment!r}")
-    known = {f"c{i}" for i in range(1, candidate_count(run) + 1)}
-    merged = decode_scores(run.data.tags.get(scores_tag("human")))
-    for candidate in item.candidates:
-        if candidate.id not in known:
-            raise ConfigError(f"{where}: unknown candidate id {candidate.id!r}")
-        scores = candidate.scores.complete()
-        if scores is not None:
-            merged[candidate.id] = scores
-    return run, merged, set(merged) == known

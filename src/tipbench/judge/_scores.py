@@ -60,6 +60,23 @@ def judged_by_tag(tier: Tier) -> str:
     return "judged_by" if tier == "human" else "auto_judged_by"
 
 
+#: A pending run's partial human scores (`{"c1": [r, a, t, f, o], ...}`, nulls where not
+#: scored yet): kept until the run is completely scored, and filled into every re-export.
+DRAFT_TAG = "human_draft"
+
+Draft = dict[str, list[int | None]]
+
+
+def encode_draft(draft: Draft) -> str:
+    return json.dumps(draft, separators=(",", ":"))
+
+
+def decode_draft(text: str | None) -> Draft:
+    if not text:
+        return {}
+    return {cid: list(values) for cid, values in json.loads(text).items()}
+
+
 def encode_scores(scores: dict[str, Scores]) -> str:
     """The compact tag value: `{"c1": [r, a, t, f, o], ...}`."""
     return json.dumps({cid: list(astuple(s)) for cid, s in scores.items()}, separators=(",", ":"))

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tipbench.judge._agreement import Agreement, agreement
 from tipbench.judge._candidates import fetch_candidates, judgeable_runs
+from tipbench.judge._export import (
+    ExportResult,
+    carry_over,
+    judge_file_for,
+    previous_judge_file,
+)
 from tipbench.judge._file import CandidateScores
-from tipbench.judge._human import ExportResult, judge_file_for
 from tipbench.judge._scores import Scores, decode_scores, scores_tag
 from tipbench.suite import CRITERIA, SCORE_NAMES
 from tipbench.tracking import TrackingStore
@@ -56,21 +62,37 @@ def tier_agreement(pairs: list[ScoredPair]) -> dict[str, Agreement]:
 
 
 def export_disagreements(
-    store: TrackingStore, experiment: str, delta: float, out: Path
+    store: TrackingStore,
+    experiment: str,
+    delta: float,
+    out: Path,
+    *,
+    reveal: bool = False,
+    seed: int | None = None,
 ) -> ExportResult:
     """Write the candidates whose tiers differ by more than `delta` for a human re-score.
 
     The file has the judge-file format; each candidate carries both tiers' scores under
     `previous`, its scores are empty to re-score (flags keep the human's values), and
-    `apply` merges them over the run's other human scores.
+    `apply` merges them over the run's other human scores. Blind and shuffled unless
+    `reveal`, like `export_pending`; scores already in the file at `out` are carried over.
+
+    Raises:
+        ConfigError: `out` holds scores it cannot carry over (see `previous_judge_file`).
     """
+    previous = previous_judge_file(out, experiment)
     pairs = [p for p in scored_pairs(store, experiment) if p.difference() > delta]
     by_run: dict[str, list[ScoredPair]] = {}
     for pair in pairs:
         by_run.setdefault(pair.run.info.run_id, []).append(pair)
     runs = [pairs_of[0].run for pairs_of in by_run.values()]
     cells = fetch_candidates(store, runs)
-    judge_file = judge_file_for(store, experiment, runs, cells)
+    if not reveal and seed is None:
+        seed = previous.order_seed if previous else None
+        seed = seed if seed is not None else secrets.randbelow(2**31)
+    judge_file = judge_file_for(
+        store, experiment, runs, cells, reveal=reveal, seed=None if reveal else seed
+    )
     for item in judge_file.items:
         wanted = {p.candidate_id: p for p in by_run[item.run_id]}
         item.candidates = [c for c in item.candidates if c.id in wanted]
@@ -83,5 +105,8 @@ def export_disagreements(
             candidate.scores = CandidateScores(
                 format_ok=pair.human.format_ok, overlong=pair.human.overlong
             )
+    carried = carry_over(previous, judge_file) if previous is not None else 0
     judge_file.dump(out)
-    return ExportResult(out, len(judge_file.items), len(pairs))
+    return ExportResult(
+        out, len(judge_file.items), len(pairs), judge_file.scored_candidates(), carried
+    )

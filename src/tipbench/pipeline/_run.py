@@ -22,6 +22,7 @@ from tipbench.judge import (
     ExportResult,
     auto_judge,
     export_pending,
+    previous_judge_file,
 )
 from tipbench.tracking import TrackingStore, data_dir
 
@@ -57,6 +58,7 @@ def run_pipeline(
     plot: Path | None = None,
     collect_progress: CollectProgress | None = None,
     judge_progress: AutoJudgeProgress | None = None,
+    reveal: bool = False,
 ) -> PipelineResult:
     """Collect the grid, judge it automatically, export it for the human, rank it.
 
@@ -64,9 +66,14 @@ def run_pipeline(
     crash or Ctrl-C finishes the work without duplicates. Cells that failed are reported
     and left out of judging; the other phases still run.
 
+    The human judge's file is blind unless `reveal`; scores already in it are carried over
+    (a file that cannot be is refused before any work).
+
     Raises:
         TipbenchError: bad input, or a store that cannot be used.
     """
+    export_path = export_path or default_export_path(config.experiment)
+    previous_judge_file(export_path, config.experiment)  # refuse early, not after the work
     collected = collect(config, tracking_uri=tracking_uri, progress=collect_progress)
     store = TrackingStore(collected.tracking_uri)
     judged = auto_judge(
@@ -80,9 +87,7 @@ def run_pipeline(
         suite=config.suite,
         progress=judge_progress,
     )
-    exported = export_pending(
-        store, config.experiment, export_path or default_export_path(config.experiment)
-    )
+    exported = export_pending(store, config.experiment, export_path, reveal=reveal)
     boards = leaderboards_for(store, config.experiment, TIERS, min_scenarios)
     result = PipelineResult(collected, judged, exported, boards)
     ranked = [board for board in boards if board.rows]

@@ -7,19 +7,24 @@ from datetime import UTC, datetime
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from tipbench.judge import apply_judgements
+from tipbench.judge import PENDING_FILTER, apply_judgements, blind_order, judge_file_for
 from tipbench.judge._candidates import (
     candidate_count,
     fetch_candidates,
     judgeable_runs,
 )
 from tipbench.judge._file import Item, JudgeFile, RubricRef
-from tipbench.judge._human import judge_file_for
 from tipbench.server._deps import ExperimentName, Store
+from tipbench.suite import content_hash
 
 router = APIRouter(prefix="/api/bench/judging", tags=["judging"])
 
-PENDING = "tags.judge_pending = 'true'"
+PENDING = PENDING_FILTER
+
+
+def _page_seed(experiment: str) -> int:
+    """The blind order of an experiment's page: shuffled, and the same on every request."""
+    return int(content_hash(["judging page", experiment])[:8], 16)
 
 
 class NextItem(BaseModel):
@@ -40,17 +45,25 @@ class Saved(BaseModel):
 
 
 @router.get("/{experiment}/next", response_model=NextItem)
-def next_item(experiment: ExperimentName, store: Store) -> NextItem:
-    """The first pending run (by name) with its scenario, candidates and the rubric."""
+def next_item(experiment: ExperimentName, store: Store, reveal: bool = False) -> NextItem:
+    """The next pending run with its scenario, candidates and the rubric.
+
+    Blind unless `reveal`: no model or prompt version, runs and candidates in a shuffled
+    order (seeded by the experiment, so every request agrees on it).
+    """
     experiment_id = store.experiment_id(experiment)
+    seed = None if reveal else _page_seed(experiment)
     pending = sorted(
-        judgeable_runs(store, experiment_id, PENDING), key=lambda r: r.info.run_name or ""
+        judgeable_runs(store, experiment_id, PENDING),
+        key=lambda r: (r.info.run_name or "") if seed is None else blind_order(seed, r.info.run_id),
     )
     remaining = sum(candidate_count(run) for run in pending)
     if not pending:
         return NextItem(remaining_runs=0, remaining_candidates=0, rubric=None, item=None)
     first = pending[0]
-    judge_file = judge_file_for(store, experiment, [first], fetch_candidates(store, [first]))
+    judge_file = judge_file_for(
+        store, experiment, [first], fetch_candidates(store, [first]), reveal=reveal, seed=seed
+    )
     return NextItem(
         remaining_runs=len(pending),
         remaining_candidates=remaining,
@@ -65,7 +78,7 @@ def save_scores(experiment: ExperimentName, item: Item, store: Store, judge: str
     judge_file = JudgeFile(
         experiment=experiment,
         exported_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        rubric=RubricRef(id="", text=""),
+        rubric=RubricRef(id="", text=[]),
         items=[item],
     )
     result = apply_judgements(store, experiment, judge_file, judge, source="scores")

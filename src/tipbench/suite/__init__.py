@@ -1,5 +1,11 @@
 """Suites: the fixed scenarios, prompt versions and pinned rubric a benchmark runs on."""
 
+from tipbench.suite._calibration import (
+    MIN_CALIBRATION_TIPS,
+    CalibrationSet,
+    CalibrationTip,
+    load_calibration,
+)
 from tipbench.suite._catalogue import Catalogue, CatalogueTip, Category
 from tipbench.suite._rubric import (
     COMPOSITE_RANGE,
@@ -20,7 +26,10 @@ __all__ = [
     "CRITERIA",
     "DEFAULT_SUITE",
     "FLAGS",
+    "MIN_CALIBRATION_TIPS",
     "SCORE_NAMES",
+    "CalibrationSet",
+    "CalibrationTip",
     "Catalogue",
     "CatalogueTip",
     "Category",
@@ -35,5 +44,6 @@ __all__ = [
     "bundled_suite_path",
     "composite",
     "content_hash",
+    "load_calibration",
     "load_suite",
 ]

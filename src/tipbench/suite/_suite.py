@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tipbench._errors import ConfigError, SuiteError
+from tipbench.suite._calibration import CALIBRATION_FILE, CalibrationSet, load_calibration
 from tipbench.suite._catalogue import CATALOGUE_FILE, Catalogue, CatalogueFile, catalogue_from_file
 from tipbench.suite._files import PromptFile, RubricFile, ScenariosFile, SuiteFile
 from tipbench.suite._rubric import CRITERIA, FLAGS, Criterion, Flag, Level, Rubric
@@ -41,6 +42,7 @@ class Suite:
     rubric: Rubric
     default_prompts: tuple[str, ...]
     catalogue: Catalogue | None = None  # the tip categories policies serve; optional
+    calibration: CalibrationSet | None = None  # `calibration.yaml`, if the suite has one
 
     @property
     def label(self) -> str:
@@ -104,6 +106,10 @@ def load_suite(path: str | Path | None = None) -> Suite:
             raise SuiteError(
                 f"{folder / 'suite.yaml'}: default_prompts names unknown version {version!r}"
             )
+    calibration_file = folder / CALIBRATION_FILE
+    calibration = (
+        load_calibration(calibration_file, rubric, scenarios) if calibration_file.exists() else None
+    )
     return Suite(
         name=meta.name,
         version=meta.version,
@@ -114,6 +120,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
         rubric=rubric,
         default_prompts=tuple(meta.default_prompts or sorted(prompts)),
         catalogue=_catalogue(folder / CATALOGUE_FILE),
+        calibration=calibration,
     )
 
 

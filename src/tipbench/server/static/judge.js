@@ -62,7 +62,8 @@
         if (part.startsWith("`") && part.endsWith("`")) return el("code", {}, part.slice(1, -1));
         return part;
       });
-    for (const line of rubric.text.split("\n")) {
+    const lines = Array.isArray(rubric.text) ? rubric.text : String(rubric.text).split("\n");
+    for (const line of lines) {
       const heading = line.match(/^(#{1,3}) (.*)$/);
       const item = line.match(/^(\s*)- (.*)$/);
       if (heading) {
@@ -82,7 +83,9 @@
   function renderCandidate() {
     const item = state.item;
     const current = candidate();
-    $("run-info").textContent = `${item.model} · prompt ${item.prompt_version} · run ${item.run_id}`;
+    // Blind judging: the model and prompt are only there when the page was opened with ?reveal=1.
+    const shown = item.model ? `${item.model} · prompt ${item.prompt_version} · ` : "";
+    $("run-info").textContent = `${shown}run ${item.run_id}`;
     $("candidate-position").textContent = `${state.index + 1} of ${item.candidates.length}`;
     $("candidate-text").textContent = current.text;
     $("candidate-steps").replaceChildren(
@@ -191,7 +194,8 @@
   }
 
   async function loadNext() {
-    const next = await tipbench.get(`/api/bench/judging/${encodeURIComponent(experiment)}/next`);
+    const reveal = new URLSearchParams(window.location.search).has("reveal") ? "?reveal=true" : "";
+    const next = await tipbench.get(`/api/bench/judging/${encodeURIComponent(experiment)}/next${reveal}`);
     state.remainingRuns = next.remaining_runs;
     state.remainingCandidates = next.remaining_candidates;
     state.item = next.item;

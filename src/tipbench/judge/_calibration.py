@@ -1,0 +1,242 @@
+"""Calibrating an automatic judge: score the suite's calibration set, compare with agreement.
+
+A judge model scores every tip of the suite's calibration set exactly as `judge auto`
+scores candidates (same prompt, temperature 0, schema, retries). Per criterion and flag the
+result holds the quadratic-weighted κ against the agreed scores, exact and within-1
+agreement and the confusion matrix (rows: agreed score, columns: the judge's). A judge
+counts as calibrated when the κ of each 1-5 criterion reaches the threshold and it answered
+(nearly) every tip: one that cannot tell a 1 from a 5 on the rubric's own examples is not
+evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tipbench._errors import BackendError, ConfigError
+from tipbench.backends import (
+    Backend,
+    ModelSpec,
+    RetryPolicy,
+    call_with_retries,
+    check_size,
+    open_backend,
+)
+from tipbench.judge._agreement import quadratic_weighted_kappa
+from tipbench.judge._auto import (
+    AutoJudgeProgress,
+    CandidateJudge,
+    RawAnswer,
+    SilentProgress,
+    judge_backend_options,
+)
+from tipbench.judge._candidates import CellCandidates
+from tipbench.judge._scores import Scores
+from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, load_suite
+
+#: The κ every 1-5 criterion needs for the automatic tier to count (substantial agreement).
+DEFAULT_MIN_KAPPA = 0.6
+#: Share of the calibration tips a judge must answer with valid scores.
+MIN_ANSWERED = 0.9
+
+
+def labels_of(name: str) -> tuple[int, ...]:
+    return (1, 2, 3, 4, 5) if name in CRITERIA else (0, 1)
+
+
+@dataclass(frozen=True)
+class CriterionFigures:
+    """How a judge's scores of one criterion (or flag) agree with the agreed scores."""
+
+    name: str
+    n: int
+    kappa: float
+    exact: float
+    within_1: float
+    labels: tuple[int, ...]
+    confusion: tuple[tuple[int, ...], ...]  # [agreed][judged], in `labels` order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "kappa": None if math.isnan(self.kappa) else self.kappa,
+            "exact": None if math.isnan(self.exact) else self.exact,
+            "within_1": None if math.isnan(self.within_1) else self.within_1,
+            "labels": list(self.labels),
+            "confusion": [list(row) for row in self.confusion],
+        }
+
+
+def calibration_figures(
+    agreed: Sequence[Scores], judged: Sequence[Scores]
+) -> dict[str, CriterionFigures]:
+    """Per criterion and flag: κ (quadratic weights), exact, within-1 and the confusion.
+
+    Args:
+        agreed: The agreed scores of the tips the judge answered.
+        judged: The judge's scores of the same tips, in the same order.
+    """
+    figures = {}
+    for name in SCORE_NAMES:
+        labels = labels_of(name)
+        a = [getattr(s, name) for s in agreed]
+        j = [getattr(s, name) for s in judged]
+        n = len(a)
+        confusion = [[0] * len(labels) for _ in labels]
+        for x, y in zip(a, j, strict=True):
+            confusion[labels.index(x)][labels.index(y)] += 1
+        figures[name] = CriterionFigures(
+            name=name,
+            n=n,
+            kappa=quadratic_weighted_kappa(a, j, labels),
+            exact=sum(x == y for x, y in zip(a, j, strict=True)) / n if n else math.nan,
+            within_1=sum(abs(x - y) <= 1 for x, y in zip(a, j, strict=True)) / n if n else math.nan,
+            labels=labels,
+            confusion=tuple(tuple(row) for row in confusion),
+        )
+    return figures
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One calibration of a judge model on a suite's calibration set."""
+
+    judge_model: str
+    rubric_id: str
+    calibration_hash: str
+    tips: int
+    answered: int
+    figures: Mapping[str, CriterionFigures]
+    failed: tuple[tuple[str, str], ...] = ()  # (tip id, error)
+    answers: Mapping[str, tuple[RawAnswer, ...]] = field(default_factory=dict, repr=False)
+    judged: Mapping[str, Scores] = field(default_factory=dict, repr=False)
+
+    def kappas(self) -> dict[str, float]:
+        return {name: self.figures[name].kappa for name in SCORE_NAMES}
+
+    def passes(self, min_kappa: float = DEFAULT_MIN_KAPPA) -> bool:
+        return passes(self.kappas(), self.answered, self.tips, min_kappa)
+
+    def to_dict(self, min_kappa: float = DEFAULT_MIN_KAPPA) -> dict[str, Any]:
+        return {
+            "judge_model": self.judge_model,
+            "rubric": self.rubric_id,
+            "calibration_hash": self.calibration_hash,
+            "tips": self.tips,
+            "answered": self.answered,
+            "min_kappa": min_kappa,
+            "calibrated": self.passes(min_kappa),
+            "criteria": {name: f.to_dict() for name, f in self.figures.items()},
+            "failed": [{"tip": tip, "error": error} for tip, error in self.failed],
+        }
+
+
+def passes(kappas: Mapping[str, float], answered: int, tips: int, min_kappa: float) -> bool:
+    """Each 1-5 criterion's κ reaches `min_kappa`, and nearly every tip was answered."""
+    if tips == 0 or answered < MIN_ANSWERED * tips:
+        return False
+    return all(not math.isnan(kappas[name]) and kappas[name] >= min_kappa for name in CRITERIA)
+
+
+def calibrate(
+    judge_model: str,
+    *,
+    suite: str | Path | Suite | None = None,
+    max_model_b: float = 4.0,
+    allow_unknown_size: bool = False,
+    ollama_url: str | None = None,
+    openai_base_url: str | None = None,
+    retry: RetryPolicy | None = None,
+    progress: AutoJudgeProgress | None = None,
+    backend: Backend | None = None,
+) -> Calibration:
+    """Score the suite's calibration set with `judge_model`; compare with the agreed scores.
+
+    Args:
+        judge_model: A model spec; the size guard applies as for `judge auto`.
+        suite: The suite whose calibration set and rubric to use [default: bundled].
+        max_model_b: Refuse judge models above this many billion parameters.
+        allow_unknown_size: Accept a judge model whose size no metadata tells.
+        ollama_url: Ollama server [default: `$OLLAMA_HOST`, else localhost].
+        openai_base_url: OpenAI-compatible server [default: `$OPENAI_BASE_URL`, else localhost].
+        retry: Retries of transient failures and unparsable answers, per tip.
+        progress: Receives progress per tip.
+        backend: The judge's backend, already made (tests); opened from the spec otherwise.
+
+    Raises:
+        ConfigError: the suite has no calibration set.
+        BackendError: the judge model was refused or could not be loaded.
+    """
+    loaded = suite if isinstance(suite, Suite) else load_suite(suite)
+    calibration_set = loaded.calibration
+    if calibration_set is None:
+        raise ConfigError(
+            f"suite {loaded.label} has no calibration set (calibration.yaml in {loaded.path})"
+        )
+    spec = ModelSpec.parse(judge_model)
+    backend = backend or open_backend(spec, judge_backend_options(ollama_url, openai_base_url))
+    check_size(spec, backend.describe(), max_model_b, allow_unknown_size)
+    progress = progress or SilentProgress()
+    retry = retry or RetryPolicy()
+    judge = CandidateJudge(backend, loaded.rubric.text(), retry, progress)
+    cells = _cells(loaded, calibration_set)
+    progress.begin(len(cells), 0)
+    judged: dict[str, Scores] = {}
+    answers: dict[str, tuple[RawAnswer, ...]] = {}
+    failed: list[tuple[str, str]] = []
+    try:
+        progress.note(f"loading {spec}")
+        call_with_retries(lambda _: backend.load(), retry)
+        for cell in cells:
+            tip_id = cell.run_id
+            verdict = judge.cell(tip_id, cell)
+            answers[tip_id] = tuple(verdict.answers.get(tip_id, ()))
+            if verdict.error is not None:
+                failed.append((tip_id, verdict.error))
+            else:
+                judged[tip_id] = verdict.scores[tip_id]
+    finally:
+        progress.note(f"unloading {spec}")
+        try:
+            backend.unload()
+        except BackendError as exc:
+            progress.note(f"could not unload {spec}: {exc}")
+    agreed = {tip.id: Scores(**tip.scores) for tip in calibration_set.tips}
+    order = [tip.id for tip in calibration_set.tips if tip.id in judged]
+    return Calibration(
+        judge_model=str(spec),
+        rubric_id=calibration_set.rubric_id,
+        calibration_hash=calibration_set.hash,
+        tips=len(calibration_set.tips),
+        answered=len(judged),
+        figures=calibration_figures([agreed[t] for t in order], [judged[t] for t in order]),
+        failed=tuple(failed),
+        answers=answers,
+        judged=judged,
+    )
+
+
+def _cells(suite: Suite, calibration_set: CalibrationSet) -> list[CellCandidates]:
+    """Each tip as a one-candidate cell, so the judge sees it exactly like a candidate."""
+    rubric = suite.rubric
+    return [
+        CellCandidates(
+            run_id=tip.id,
+            model="",
+            prompt_version="",
+            scenario=tip.scenario.context(),
+            candidates=(
+                {
+                    "id": tip.id,
+                    "text": tip.text,
+                    "format_ok": rubric.format_ok(tip.text),
+                    "overlong": rubric.overlong(tip.text),
+                },
+            ),
+        )
+        for tip in calibration_set.tips
+    ]

@@ -1,0 +1,257 @@
+"""Exporting pending runs to a judge file: blind, shuffled, and never destroying scores.
+
+An export onto an existing judge file carries the scores already in it over (the file is
+the judge's work in progress); a file that cannot be read, or that holds scores the store
+does not have, is never overwritten: the export refuses and names a fresh path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tipbench._errors import ConfigError
+from tipbench.judge._candidates import (
+    CellCandidates,
+    fetch_candidates,
+    fetch_rubric,
+    judgeable_runs,
+)
+from tipbench.judge._file import (
+    Candidate,
+    CandidateScores,
+    Item,
+    JudgeFile,
+    RubricRef,
+    load_json,
+    validate_judge_file,
+)
+from tipbench.judge._scores import DRAFT_TAG, decode_draft, decode_scores, scores_tag
+from tipbench.suite import SCORE_NAMES, load_suite
+from tipbench.tracking import TrackingStore
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+
+PENDING_FILTER = "tags.judge_pending = 'true'"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: runs and candidates, and how many of them already hold scores."""
+
+    path: Path
+    runs: int
+    candidates: int
+    scored: int = 0  # candidates with scores (drafts, or carried over from the file)
+    carried: int = 0  # candidates whose scores came from the file that was there before
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def blind_order(seed: int, key: str) -> str:
+    """A sort key that shuffles by `seed` and keeps the order when other items come or go."""
+    return hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()
+
+
+def judge_file_for(
+    store: TrackingStore,
+    experiment: str,
+    runs: list[Run],
+    cells: list[CellCandidates],
+    *,
+    reveal: bool = True,
+    seed: int | None = None,
+) -> JudgeFile:
+    """A judge file over `cells`: flags pre-filled by the rubric's rules, drafts filled in.
+
+    Blind unless `reveal`: no model or prompt version, and with `seed` the items and the
+    candidates within them in a shuffled order. The rubric is the one stored with the runs
+    (the bundled one if there are none).
+    """
+    if runs:
+        rubric_id, rubric_text = fetch_rubric(store, runs[0])
+    else:
+        rubric = load_suite().rubric
+        rubric_id, rubric_text = rubric.id, rubric.text()
+    drafts = {run.info.run_id: decode_draft(run.data.tags.get(DRAFT_TAG)) for run in runs}
+    items = []
+    for cell in cells:
+        draft = drafts.get(cell.run_id, {})
+        candidates = [
+            Candidate(
+                id=c["id"],
+                text=c["text"],
+                scores=_draft_scores(draft.get(c["id"]))
+                or CandidateScores(format_ok=c["format_ok"], overlong=c["overlong"]),
+            )
+            for c in cell.candidates
+        ]
+        if seed is not None:
+            candidates.sort(key=lambda c: blind_order(seed, f"{cell.run_id}/{c.id}"))
+        items.append(
+            Item(
+                run_id=cell.run_id,
+                model=cell.model if reveal else None,
+                prompt_version=cell.prompt_version if reveal else None,
+                scenario=cell.scenario,
+                candidates=candidates,
+            )
+        )
+    if seed is not None:
+        items.sort(key=lambda item: blind_order(seed, item.run_id))
+    return JudgeFile(
+        experiment=experiment,
+        exported_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        order_seed=seed,
+        rubric=RubricRef.of(rubric_id, rubric_text),
+        items=items,
+    )
+
+
+def _draft_scores(values: list[int | None] | None) -> CandidateScores | None:
+    return CandidateScores(**dict(zip(SCORE_NAMES, values, strict=True))) if values else None
+
+
+def previous_judge_file(out: Path, experiment: str) -> JudgeFile | None:
+    """The judge file already at `out`, whose scores an export there carries over.
+
+    Raises:
+        ConfigError: `out` holds something that is not a judge file of `experiment` with
+            scores (broken JSON, another format, another experiment's scores): it is never
+            overwritten; the message names a fresh path.
+    """
+    if not out.exists():
+        return None
+    fresh = fresh_path(out)
+    try:
+        raw = load_json(out)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; not overwritten: fix it, or export to {fresh}") from None
+    judge_file, problems = validate_judge_file(raw)
+    if judge_file is None or problems:
+        raise ConfigError(
+            f"{out}: not a valid judge file ({problems[0]}); not overwritten: fix it, "
+            f"or export to {fresh}"
+        )
+    if judge_file.experiment != experiment and judge_file.scored_candidates():
+        raise ConfigError(
+            f"{out}: holds scores for experiment {judge_file.experiment!r}; not overwritten: "
+            f"export to {fresh}"
+        )
+    return judge_file if judge_file.experiment == experiment else None
+
+
+def fresh_path(out: Path) -> Path:
+    """`judge.json` → the first of `judge-2.json`, `judge-3.json`, … that does not exist."""
+    number = 2
+    while (candidate := out.with_name(f"{out.stem}-{number}{out.suffix}")).exists():
+        number += 1
+    return candidate
+
+
+def export_pending(
+    store: TrackingStore,
+    experiment: str,
+    out: Path,
+    *,
+    reveal: bool = False,
+    seed: int | None = None,
+) -> ExportResult:
+    """Write every run of `experiment` still waiting for the human judge into one file.
+
+    Args:
+        store: The MLflow store the experiment lives in.
+        experiment: The experiment's name.
+        out: The judge file; scores already in it are carried over.
+        reveal: Show each run's model and prompt version, in run-name order (not blind).
+        seed: The seed of the blind order [default: the file's, else a random one].
+
+    Raises:
+        ConfigError: `out` cannot be overwritten without losing scores (see
+            `previous_judge_file`, and scores of runs no longer pending that differ from
+            the stored ones); nothing is written then.
+    """
+    previous = previous_judge_file(out, experiment)
+    experiment_id = store.experiment_id(experiment)
+    runs = judgeable_runs(store, experiment_id, PENDING_FILTER)
+    runs.sort(key=lambda r: r.info.run_name or "")
+    if not reveal and seed is None:
+        seed = previous.order_seed if previous and previous.order_seed is not None else None
+        seed = seed if seed is not None else secrets.randbelow(2**31)
+    cells = fetch_candidates(store, runs)
+    judge_file = judge_file_for(
+        store, experiment, runs, cells, reveal=reveal, seed=None if reveal else seed
+    )
+    carried = 0
+    notes: tuple[str, ...] = ()
+    if previous is not None:
+        carried = carry_over(previous, judge_file)
+        notes = _check_left_out(store, experiment_id, previous, judge_file, out)
+    judge_file.dump(out)
+    return ExportResult(
+        out,
+        len(cells),
+        sum(len(c.candidates) for c in cells),
+        scored=judge_file.scored_candidates(),
+        carried=carried,
+        notes=notes,
+    )
+
+
+def carry_over(previous: JudgeFile, judge_file: JudgeFile) -> int:
+    """Put the scores of `previous` into `judge_file`, candidate by candidate; count them."""
+    earlier = {(item.run_id, c.id): c.scores for item in previous.items for c in item.candidates}
+    carried = 0
+    for item in judge_file.items:
+        for candidate in item.candidates:
+            scores = earlier.get((item.run_id, candidate.id))
+            if scores is not None and scores.started() and scores != candidate.scores:
+                candidate.scores = scores
+                carried += 1
+    return carried
+
+
+def _check_left_out(
+    store: TrackingStore, experiment_id: str, previous: JudgeFile, judge_file: JudgeFile, out: Path
+) -> tuple[str, ...]:
+    """Scores in the old file for runs no longer pending must already be in the store.
+
+    Raises:
+        ConfigError: some are not (they would be lost); names the first and a fresh path.
+    """
+    pending = {item.run_id for item in judge_file.items}
+    left_out = [i for i in previous.items if i.run_id not in pending and _has_scores(i)]
+    if not left_out:
+        return ()
+    runs = {run.info.run_id: run for run in judgeable_runs(store, experiment_id)}
+    unapplied, gone = [], []
+    for item in left_out:
+        run = runs.get(item.run_id)
+        if run is None:
+            gone.append(item.run_id)
+            continue
+        stored = decode_scores(run.data.tags.get(scores_tag("human")))
+        for candidate in item.candidates:
+            scores = candidate.scores.complete()
+            if candidate.scores.started() and (
+                scores is None or stored.get(candidate.id) != scores
+            ):
+                unapplied.append(item.run_id)
+                break
+    if unapplied:
+        raise ConfigError(
+            f"{out}: holds scores of {len(unapplied)} judged runs that differ from the stored "
+            f"ones (first: run {unapplied[0]}); not overwritten: apply it first, or export to "
+            f"{fresh_path(out)}"
+        )
+    if gone:
+        return (f"dropped the scores of {len(gone)} runs that are no longer in the experiment",)
+    return ()
+
+
+def _has_scores(item: Item) -> bool:
+    return any(c.scores.started() for c in item.candidates)
