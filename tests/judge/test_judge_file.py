@@ -119,7 +119,8 @@ def test_partial_scores_survive_a_round_trip_as_a_draft(
     )
 
     assert (result.applied, result.incomplete, result.drafted) == (0, 2, 1)
-    assert [(p.item, p.scored, p.total) for p in result.pending][0] == (
+    pending = result.pending[0]
+    assert (pending.item, pending.scored, pending.total) == (
         f"items[0] (run {partial['run_id']})",
         2,
         5,
