@@ -12,8 +12,8 @@ statistics are pure sums of what was observed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -27,11 +27,12 @@ class ArmStats:
     xx: Vector  # d×d: Σ x·xᵀ
     rx: Vector  # d: Σ r·x
     n: int  # rewards learned from
+    _fits: dict[float, RidgeModel] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def empty(cls, dimension: int) -> ArmStats:
-        """The statistics of a category that has seen no reward."""
-        return cls(xx=np.zeros((dimension, dimension)), rx=np.zeros(dimension), n=0)
+        """The statistics of a category that has seen no reward (shared: never mutated)."""
+        return _empty(dimension)
 
     @property
     def dimension(self) -> int:
@@ -42,9 +43,14 @@ class ArmStats:
         return ArmStats(xx=self.xx + np.outer(x, x), rx=self.rx + reward * x, n=self.n + 1)
 
     def model(self, ridge: float) -> RidgeModel:
-        """The ridge model with penalty `ridge` (λ > 0) fitted to these statistics."""
-        a = self.xx + ridge * np.eye(self.dimension)
-        return RidgeModel(np.asarray(np.linalg.inv(a), dtype=np.float64), self.rx)
+        """The ridge model with penalty `ridge` (λ > 0) fitted to these statistics (fitted
+        once per statistics object: they never change)."""
+        fitted = self._fits.get(ridge)
+        if fitted is None:
+            a = self.xx + ridge * np.identity(self.dimension)
+            fitted = RidgeModel(np.asarray(np.linalg.inv(a), dtype=np.float64), self.rx)
+            self._fits[ridge] = fitted
+        return fitted
 
     def to_bytes(self) -> tuple[bytes, bytes]:
         """XX and RX as little-endian float64 bytes, for a store."""
@@ -56,6 +62,11 @@ class ArmStats:
         d = vector.shape[0]
         matrix = np.frombuffer(xx, dtype="<f8").astype(np.float64).reshape(d, d)
         return cls(xx=matrix, rx=vector, n=n)
+
+
+@cache
+def _empty(dimension: int) -> ArmStats:
+    return ArmStats(xx=np.zeros((dimension, dimension)), rx=np.zeros(dimension), n=0)
 
 
 @dataclass(frozen=True, eq=False)
