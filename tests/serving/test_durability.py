@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +74,11 @@ def check_state_matches_log(state_url: str, rewarded: dict[str, dict[str, Any]])
         store.close()
 
 
-def test_sigkill_during_a_reward_storm_loses_no_acknowledged_reward(tmp_path: Path) -> None:
-    state = f"sqlite:///{tmp_path / 'state.sqlite'}"
+def test_sigkill_during_a_reward_storm_loses_no_acknowledged_reward(
+    tmp_path: Path, state_url: str
+) -> None:
+    """On the embedded store and on PostgreSQL alike."""
+    state = state_url
     server = PolicyServer(tmp_path / "server", state, "--live", "egreedy-v1", "--shadows", "linucb")
     server.start()
     try:
@@ -143,12 +145,6 @@ def test_sigkill_during_a_reward_storm_loses_no_acknowledged_reward(tmp_path: Pa
             stats = client.get("/stats/egreedy-v1").json()
             assert stats["rewards"] == len(rewarded) and stats["decisions"] == 400
             assert client.get("/stats/linucb").json()["shadow_decisions"] == 400
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresCluster]:
-    with PostgresCluster() as cluster:
-        yield cluster
 
 
 def test_two_replicas_on_postgresql_lose_no_concurrent_reward(

@@ -95,3 +95,37 @@ def test_bad_state_url_is_one_line(tmp_path: Path) -> None:
     assert "expected sqlite:///PATH or postgresql://" in result.stderr
     assert "hunter2" not in result.stderr
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_unreachable_postgresql_is_one_line_without_the_password(tmp_path: Path) -> None:
+    from support.servers import free_port
+
+    url = f"postgresql://tip:sekrit-pass@127.0.0.1:{free_port()}/state"
+    result = tipbench(
+        "policy", "log", "export", "--state-url", url, "--out", str(tmp_path / "x.jsonl"),
+        home=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: cannot connect to the PostgreSQL state store")
+    assert result.stderr.strip().count("\n") == 0 and "sekrit" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--live", "greedy"], "error: unknown policy 'greedy'"),
+        (["--shadows", "linucb,linucb"], "a shadow policy is listed twice"),
+        (["--live", "linucb", "--shadows", "linucb"], "cannot be live and a shadow"),
+        (["--epsilon", "0"], "error: epsilon: Input should be greater than 0"),
+    ],
+)
+def test_bad_serve_options_are_refused_before_serving(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tipbench.cli", "policy", "serve", "--port", "0", *options],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "TIPBENCH_HOME": str(tmp_path), "TIPBENCH_POLICY_TOKEN": "t" * 20},
+    )  # fmt: skip
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert not (tmp_path / "policy-state.sqlite").exists()

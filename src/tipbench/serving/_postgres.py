@@ -12,6 +12,7 @@ import queue
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from tipbench._errors import ConfigError
 from tipbench.serving._store import Cursor, SqlStore
@@ -51,9 +52,11 @@ class PostgresStore(SqlStore):
         try:
             return self._psycopg.connect(self._url, autocommit=True)
         except self._psycopg.Error as exc:
-            raise ConfigError(
-                f"cannot connect to the PostgreSQL state store: {exc}".splitlines()[0]
-            ) from None
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            password = urlsplit(self._url).password
+            if password:
+                message = message.replace(password, "***")
+            raise ConfigError(f"cannot connect to the PostgreSQL state store: {message}") from None
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Cursor]:
