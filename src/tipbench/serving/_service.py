@@ -18,6 +18,7 @@ from tipbench.policies import (
     PolicyConfig,
     PolicySpec,
     Profile,
+    ProfileStats,
     draw,
     features,
     policy_spec,
@@ -123,8 +124,10 @@ class PolicyService:
             specs = [policy_spec(name) for name in (roles.live, *roles.shadows)]
         sequence = self.store.next_sequence()
         arms = self.store.arms(spec.name for spec in specs)
-        if profile is None:
-            profile = Profile.from_stats(self.store.profile(user_id))
+        if profile is None:  # v1-only decisions do not read the profile
+            needs = any(spec.features == "v2" for spec in specs)
+            stats = self.store.profile(user_id) if needs else ProfileStats()
+            profile = Profile.from_stats(stats)
         decisions = [
             self._decide(spec, moment, profile, candidates, arms[spec.name], sequence)
             for spec in specs
