@@ -129,3 +129,16 @@ def test_bad_serve_options_are_refused_before_serving(
     )  # fmt: skip
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "policy-state.sqlite").exists()
+
+
+def test_an_empty_log_exports_to_readable_files(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    for fmt in ("jsonl", "parquet"):
+        out = tmp_path / f"log.{fmt}"
+        result = tipbench(
+            "policy", "log", "export", "--state-url", url, "--format", fmt, "--out", str(out),
+            home=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 0 and "0 decisions written" in result.stdout
+    assert (tmp_path / "log.jsonl").read_text() == ""
+    assert pq.read_table(tmp_path / "log.parquet").num_rows == 0

@@ -153,3 +153,18 @@ def test_roles_are_stored(store: StateStore) -> None:
     assert store.set_roles(Roles("linucb", ("egreedy-v1",)), only_if_unset=True).live == "linucb"
     assert store.set_roles(Roles("egreedy-v2"), only_if_unset=True).live == "linucb"
     assert store.set_roles(Roles("egreedy-v2")) == Roles("egreedy-v2", ())
+
+
+def test_the_log_is_read_in_pages_in_sequence_order(
+    store: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tipbench.serving import _store
+
+    monkeypatch.setattr(_store, "EXPORT_PAGE", 3)
+    svc = service(store)
+    store.set_roles(check_roles("egreedy-v1", ["linucb"]))
+    made = [svc.decide(f"u{i}", MOMENT, CANDIDATES) for i in range(8)]
+    logged = list(store.decisions())
+    assert [d.record.id for d in logged] == [r.id for r in made]
+    assert [d.record.sequence for d in logged] == sorted(r.sequence for r in made)
+    assert all(d.record == r for d, r in zip(logged, made, strict=True))

@@ -11,6 +11,7 @@ One row per decision, in sequence order; every row has the same shape:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
@@ -25,6 +26,7 @@ from tipbench.serving._records import LoggedDecision, PolicyDecision
 from tipbench.serving._store import StateStore
 
 LogFormat = Literal["jsonl", "parquet"]
+PARQUET_PAGE = 1000  # rows per Parquet row group write
 
 
 def _policy_fields(decision: PolicyDecision) -> dict[str, Any]:
@@ -129,6 +131,12 @@ def _write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
             ("rewarded_at", pa.string()),
         ]
     )
-    table = pa.Table.from_pylist(list(rows), schema=schema)
-    pq.write_table(table, path)
-    return int(table.num_rows)
+    count = 0
+    pages = iter(rows)
+    with pq.ParquetWriter(path, schema) as writer:
+        while page := list(itertools.islice(pages, PARQUET_PAGE)):
+            writer.write_table(pa.Table.from_pylist(page, schema=schema))
+            count += len(page)
+        if count == 0:  # an empty log is still a readable file with the schema
+            writer.write_table(schema.empty_table())
+    return count

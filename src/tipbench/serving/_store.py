@@ -115,6 +115,7 @@ CREATE TABLE IF NOT EXISTS decisions (
     reward {real}, event TEXT, dwell_s {real}, rewarded_at TEXT);
 CREATE INDEX IF NOT EXISTS decisions_policy ON decisions (policy);
 CREATE INDEX IF NOT EXISTS decisions_user ON decisions (user_id);
+CREATE INDEX IF NOT EXISTS decisions_seq ON decisions (seq, id);
 CREATE TABLE IF NOT EXISTS shadow_decisions (
     decision_id TEXT NOT NULL, policy TEXT NOT NULL, feature_version TEXT NOT NULL,
     features TEXT NOT NULL, candidates TEXT NOT NULL, tip_id TEXT NOT NULL,
@@ -131,6 +132,7 @@ CREATE TABLE IF NOT EXISTS profiles (
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+EXPORT_PAGE = 1000  # decisions read per transaction when the log is exported
 _DECISION_COLUMNS = (
     "id, seq, created_at, user_id, policy, route, moment, feature_version, features, "
     "candidates, tip_id, category, propensity, reward, event, dwell_s, rewarded_at"
@@ -327,38 +329,32 @@ class SqlStore(StateStore):
     def _restart_sequence(self, cur: Cursor) -> None: ...
 
     def decisions(self) -> Iterator[LoggedDecision]:
-        with self._transaction(write=False) as cur:
-            self._run(
-                cur,
-                "SELECT decision_id, policy, feature_version, features, candidates, tip_id, "
-                "propensity FROM shadow_decisions ORDER BY decision_id, policy",
-            )
-            shadows: dict[str, list[PolicyDecision]] = {}
-            for row in cur.fetchall():
-                shadows.setdefault(row[0], []).append(_policy_decision(*row[1:]))
-            self._run(cur, f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY seq, id")
-            rows = cur.fetchall()
-        for row in rows:
-            (id_, seq, created_at, user_id, policy, route, moment, version, features,
-             candidates, tip_id, _, propensity, reward, event, dwell_s, rewarded_at,
-             ) = row  # fmt: skip
-            record = DecisionRecord(
-                id=id_,
-                sequence=int(seq),
-                created_at=created_at,
-                user_id=user_id,
-                route=route,
-                moment=Moment(**json.loads(moment)),
-                decision=_policy_decision(
-                    policy, version, features, candidates, tip_id, propensity
-                ),
-                shadows=tuple(shadows.get(id_, ())),
-            )
-            joined = None
-            if reward is not None:
-                dwell = None if dwell_s is None else float(dwell_s)
-                joined = RewardRecord(float(reward), event, dwell, rewarded_at)
-            yield LoggedDecision(record, joined)
+        after: tuple[int, str] = (-1, "")  # (seq, id) of the last row handed out
+        while True:  # keyset pages: the log is never held in memory whole
+            with self._transaction(write=False) as cur:
+                self._run(
+                    cur,
+                    f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE seq > ? OR (seq = ? AND "
+                    "id > ?) ORDER BY seq, id LIMIT ?",
+                    (after[0], after[0], after[1], EXPORT_PAGE),
+                )
+                rows = cur.fetchall()
+                if not rows:
+                    return
+                marks = ", ".join("?" for _ in rows)
+                self._run(
+                    cur,
+                    "SELECT decision_id, policy, feature_version, features, candidates, tip_id, "
+                    f"propensity FROM shadow_decisions WHERE decision_id IN ({marks}) "
+                    "ORDER BY decision_id, policy",
+                    [row[0] for row in rows],
+                )
+                shadows: dict[str, list[PolicyDecision]] = {}
+                for shadow in cur.fetchall():
+                    shadows.setdefault(shadow[0], []).append(_policy_decision(*shadow[1:]))
+            for row in rows:
+                yield _logged(row, shadows.get(row[0], []))
+            after = (int(rows[-1][1]), str(rows[-1][0]))
 
     def roles(self) -> Roles | None:
         with self._transaction(write=False) as cur:
@@ -382,6 +378,27 @@ class SqlStore(StateStore):
         stored = self.roles()
         assert stored is not None
         return stored
+
+
+def _logged(row: Sequence[Any], shadows: Sequence[PolicyDecision]) -> LoggedDecision:
+    (id_, seq, created_at, user_id, policy, route, moment, version, features,
+     candidates, tip_id, _, propensity, reward, event, dwell_s, rewarded_at,
+     ) = row  # fmt: skip
+    record = DecisionRecord(
+        id=id_,
+        sequence=int(seq),
+        created_at=created_at,
+        user_id=user_id,
+        route=route,
+        moment=Moment(**json.loads(moment)),
+        decision=_policy_decision(policy, version, features, candidates, tip_id, propensity),
+        shadows=tuple(shadows),
+    )
+    joined = None
+    if reward is not None:
+        dwell = None if dwell_s is None else float(dwell_s)
+        joined = RewardRecord(float(reward), event, dwell, rewarded_at)
+    return LoggedDecision(record, joined)
 
 
 def _moment_json(moment: Moment) -> str:
