@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from tipbench import __version__
 from tipbench._errors import TipbenchError
+from tipbench.cli._airflow import airflow_group
 from tipbench.cli._collect import collect_command
 from tipbench.cli._compare import compare_command
 from tipbench.cli._judge import judge_group
@@ -26,6 +27,7 @@ def cli() -> None:
     """Choose, judge and promote the small LLM and prompt that write short personal tips."""
 
 
+cli.add_command(airflow_group)
 cli.add_command(collect_command)
 cli.add_command(compare_command)
 cli.add_command(judge_group)

@@ -21,6 +21,7 @@ from tipbench.judge import (
     scored_pairs,
     tier_agreement,
 )
+from tipbench.orchestration import announce_judged
 from tipbench.tracking import TrackingStore
 
 
@@ -86,7 +87,8 @@ def export_command(
 @options.tracking_uri
 def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: str | None) -> None:
     """Validate a judge file as a whole, then record the scores of completely scored runs."""
-    result = apply_judge_file(TrackingStore(tracking_uri), experiment, file, judge)
+    store = TrackingStore(tracking_uri)
+    result = apply_judge_file(store, experiment, file, judge)
     click.echo(
         f"applied {result.applied} runs, {result.unchanged} unchanged, "
         f"{result.incomplete} not completely scored yet"
@@ -98,6 +100,8 @@ def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: 
         )
     for run_id, error in result.failed:
         click.echo(f"  not written: run {run_id}: {error}", err=True)
+    if result.applied and (warning := announce_judged(experiment, store.uri)):
+        click.echo(f"warning: {warning}", err=True)
     sys.exit(1 if result.failed else 0)
 
 

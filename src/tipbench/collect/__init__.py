@@ -1,6 +1,7 @@
 """Collect (phase A): run the (model × prompt × scenario) grid and record each cell."""
 
 from tipbench.collect._config import (
+    BENCH_EXPERIMENT_PATTERN,
     DEFAULT_EXPERIMENT,
     DEFAULT_MODELS,
     DEFAULT_PROMPTS,
@@ -10,9 +11,10 @@ from tipbench.collect._config import (
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._parse import ParsedTips, parse_tips, tips_schema
 from tipbench.collect._record import CANDIDATES_FILE, CellOutcome
-from tipbench.collect._runner import CollectProgress, CollectResult, collect
+from tipbench.collect._runner import CollectProgress, CollectResult, collect, preflight
 
 __all__ = [
+    "BENCH_EXPERIMENT_PATTERN",
     "CANDIDATES_FILE",
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
@@ -27,5 +29,6 @@ __all__ = [
     "collect",
     "parse_tips",
     "plan_grid",
+    "preflight",
     "tips_schema",
 ]

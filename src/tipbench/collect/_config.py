@@ -17,6 +17,8 @@ DEFAULT_EXPERIMENT = "tip-bench-auto"
 OLLAMA_PRESET = "qwen2.5:0.5b,qwen2.5:1.5b,gemma3:1b,llama3.2:3b"
 
 ExperimentName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+#: The experiments the admin API and the DAGs work on: `tip-bench-NAME`.
+BENCH_EXPERIMENT_PATTERN = r"^tip-bench-[A-Za-z0-9][A-Za-z0-9._-]{0,89}$"
 
 
 def _split(value: str | list[str]) -> list[str]:

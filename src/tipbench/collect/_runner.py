@@ -84,7 +84,7 @@ def collect(
     suite = load_suite(config.suite)
     prompts = [suite.prompt(version) for version in config.prompts]
     scenarios = suite.select_scenarios(config.n_scenarios)
-    backends = _preflight(config)
+    backends = preflight(config)
     cells = plan_grid(
         [(backend.spec, identity) for backend, identity in backends],
         prompts,
@@ -161,7 +161,7 @@ def collect(
     return result
 
 
-def _preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
+def preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
     """Open every model's backend and apply the size guard before anything is generated.
 
     Returns each backend with its model's identity (which changes with the weights).

@@ -1,5 +1,16 @@
-"""The whole pipeline in one call: collect → auto judge → export for the human → compare."""
+"""The whole pipeline in one call: collect → auto judge → export for the human → compare.
 
-from tipbench.pipeline._run import PipelineResult, default_export_path, run_pipeline
+Its phases are public too (`judge_grid`, `rank`), for callers that run them one at a time
+(the Airflow DAGs).
+"""
 
-__all__ = ["PipelineResult", "default_export_path", "run_pipeline"]
+from tipbench.pipeline._run import (
+    PipelineResult,
+    Ranking,
+    default_export_path,
+    judge_grid,
+    rank,
+    run_pipeline,
+)
+
+__all__ = ["PipelineResult", "Ranking", "default_export_path", "judge_grid", "rank", "run_pipeline"]

@@ -76,7 +76,24 @@ def run_pipeline(
     previous_judge_file(export_path, config.experiment)  # refuse early, not after the work
     collected = collect(config, tracking_uri=tracking_uri, progress=collect_progress)
     store = TrackingStore(collected.tracking_uri)
-    judged = auto_judge(
+    judged = judge_grid(store, config, judge_model, progress=judge_progress)
+    exported = export_pending(store, config.experiment, export_path, reveal=reveal)
+    ranking = rank(store, config.experiment, min_scenarios=min_scenarios, plot=plot)
+    result = PipelineResult(collected, judged, exported, ranking.boards, ranking.run_id)
+    if ranking.warning:
+        result.warnings.append(ranking.warning)
+    return result
+
+
+def judge_grid(
+    store: TrackingStore,
+    config: CollectConfig,
+    judge_model: str = DEFAULT_JUDGE_MODEL,
+    *,
+    progress: AutoJudgeProgress | None = None,
+) -> AutoJudgeResult:
+    """The automatic judge over a collected grid, on the grid's servers and size guard."""
+    return auto_judge(
         store,
         config.experiment,
         judge_model,
@@ -85,18 +102,41 @@ def run_pipeline(
         ollama_url=config.ollama_url,
         openai_base_url=config.openai_base_url,
         suite=config.suite,
-        progress=judge_progress,
+        progress=progress,
     )
-    exported = export_pending(store, config.experiment, export_path, reveal=reveal)
-    boards = leaderboards_for(store, config.experiment, TIERS, min_scenarios)
-    result = PipelineResult(collected, judged, exported, boards)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Both tiers' leaderboards, and the MLflow run they were logged as (if any)."""
+
+    boards: list[Leaderboard]
+    run_id: str | None = None
+    warning: str | None = None  # why the leaderboard was not logged
+
+
+def rank(
+    store: TrackingStore,
+    experiment: str,
+    *,
+    min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+    plot: Path | None = None,
+) -> Ranking:
+    """Rank the experiment for both tiers and log the leaderboards that have rows.
+
+    Logging is best effort: the boards are returned even when the store refuses the run.
+
+    Raises:
+        TrackingError: if the experiment cannot be read.
+    """
+    boards = leaderboards_for(store, experiment, TIERS, min_scenarios)
     ranked = [board for board in boards if board.rows]
-    if ranked:
-        if plot is not None:
-            plot_leaderboards(ranked, plot)
-        try:
-            experiment_id = store.experiment_id(config.experiment)
-            result.leaderboard_run = log_leaderboard(store, experiment_id, ranked, plot)
-        except TrackingError as exc:  # the leaderboard is shown; logging is best effort
-            result.warnings.append(f"leaderboard not logged: {exc}")
-    return result
+    if not ranked:
+        return Ranking(boards)
+    if plot is not None:
+        plot_leaderboards(ranked, plot)
+    try:
+        run_id = log_leaderboard(store, store.experiment_id(experiment), ranked, plot)
+    except TrackingError as exc:
+        return Ranking(boards, warning=f"leaderboard not logged: {exc}")
+    return Ranking(boards, run_id)

@@ -36,6 +36,7 @@ def promote(
     experiment: str,
     *,
     apply: bool = False,
+    record: bool = False,
     prompt_name: str = DEFAULT_PROMPT_NAME,
     margin: float = DEFAULT_MARGIN,
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
@@ -43,9 +44,10 @@ def promote(
 ) -> PromotionResult:
     """Decide whether the winning prompt goes to production; with `apply`, act on it.
 
-    A dry run (the default) only decides. With `apply`, a passing decision registers the
-    prompt in the MLflow Prompt Registry and moves the `production` alias to it; either way
-    the decision is recorded as a run of the experiment with its evidence.
+    A dry run (the default) only decides, and records the decision only with `record`
+    (tagged `dry_run`). With `apply`, a passing decision registers the prompt in the MLflow
+    Prompt Registry and moves the `production` alias to it; either way the decision is
+    recorded as a run of the experiment with its evidence.
 
     Raises:
         ConfigError: if the suite's template of the winner differs from the judged one.
@@ -54,7 +56,11 @@ def promote(
     human, auto = leaderboards_for(store, experiment, TIERS, min_scenarios)
     decision = decide(human, auto, production_prompt(store.client, prompt_name), margin)
     if not apply:
-        return PromotionResult(decision, applied=False)
+        if not record:
+            return PromotionResult(decision, applied=False)
+        experiment_id = store.experiment_id(experiment)
+        run_id = _record(store, experiment_id, prompt_name, decision, None, dry_run=True)
+        return PromotionResult(decision, False, decision_run=run_id)
     experiment_id = store.experiment_id(experiment)
     version = None
     if decision.promote and decision.prompt_version and decision.model:
@@ -90,12 +96,15 @@ def _record(
     prompt_name: str,
     decision: Decision,
     version: int | None,
+    *,
+    dry_run: bool = False,
 ) -> str:
     from mlflow.entities import RunTag
 
     client = store.client
-    outcome = "promoted" if decision.promote else "refused"
+    outcome = ("would_promote" if dry_run else "promoted") if decision.promote else "refused"
     tags = {
+        "dry_run": str(dry_run).lower(),
         KIND_TAG: KIND_PROMOTION,
         "decision": outcome,
         "candidate": f"{decision.model}|{decision.prompt_version}",
@@ -104,7 +113,8 @@ def _record(
     }
     if version is not None:
         tags[f"{PRODUCTION_ALIAS}_version"] = str(version)
-    run = client.create_run(experiment_id, run_name=f"promote {outcome}")
+    name = f"promote dry run: {outcome}" if dry_run else f"promote {outcome}"
+    run = client.create_run(experiment_id, run_name=name)
     run_id: str = run.info.run_id
     client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
     log_texts(client, run_id, {"decision.json": json.dumps(decision.to_dict(), indent=2)})

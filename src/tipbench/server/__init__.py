@@ -1,6 +1,27 @@
-"""The admin server: the API, the job runner and the web pages of `tipbench serve`."""
+"""The admin server: the API, the job runner and the web pages of `tipbench serve`.
 
-from tipbench.server._app import create_app
-from tipbench.server._settings import ServerSettings
+`create_app` and `ServerSettings` load FastAPI on first use, so that light modules of this
+package (the run request that the Airflow DAG shares) import without the web stack.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tipbench.server._app import create_app
+    from tipbench.server._settings import ServerSettings
 
 __all__ = ["ServerSettings", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from tipbench.server._app import create_app
+
+        return create_app
+    if name == "ServerSettings":
+        from tipbench.server._settings import ServerSettings
+
+        return ServerSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from fastapi import APIRouter
@@ -14,9 +15,11 @@ from tipbench.judge._candidates import (
     judgeable_runs,
 )
 from tipbench.judge._file import Item, JudgeFile, RubricRef
+from tipbench.orchestration import announce_judged
 from tipbench.server._deps import ExperimentName, Store
 from tipbench.suite import content_hash
 
+logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/bench/judging", tags=["judging"])
 
 PENDING = PENDING_FILTER
@@ -82,6 +85,8 @@ def save_scores(experiment: ExperimentName, item: Item, store: Store, judge: str
         items=[item],
     )
     result = apply_judgements(store, experiment, judge_file, judge, source="scores")
+    if result.applied and (warning := announce_judged(experiment, store.uri)):
+        logger.warning("%s", warning)  # the scores are saved either way
     pending = judgeable_runs(store, store.experiment_id(experiment), PENDING)
     return Saved(
         applied=result.applied,

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
+from tipbench.collect import BENCH_EXPERIMENT_PATTERN as EXPERIMENT_PATTERN
 from tipbench.server._settings import ServerSettings
 from tipbench.tracking import TrackingStore
 
-# Path parameters name one tipbench experiment and nothing else.
-EXPERIMENT_PATTERN = r"^tip-bench-[A-Za-z0-9][A-Za-z0-9._-]{0,89}$"
+# Path parameters name one tipbench experiment and nothing else (EXPERIMENT_PATTERN).
 
 
 def get_settings(request: Request) -> ServerSettings:

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from tipbench._errors import TipbenchError
+from tipbench.collect import BENCH_EXPERIMENT_PATTERN as EXPERIMENT_PATTERN
 from tipbench.collect import DEFAULT_EXPERIMENT, CollectConfig
-from tipbench.server._deps import EXPERIMENT_PATTERN
 from tipbench.suite import Suite, load_suite
 
 _GRID = CollectConfig.model_json_schema()["properties"]

@@ -1,0 +1,94 @@
+"""The conf of a `bench_collect` run: the admin API's run request, the judge, the fan-out.
+
+`BenchConf` *is* the admin API's `RunRequest` (same keys, types, bounds and checks), plus the
+automatic judge's model and how many models collect at once. The DAG's typed Airflow
+`Param`s are derived from its JSON schema (`param_specs`), so the UI, the REST API, the
+`plan` task and the admin API refuse the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from tipbench._errors import ConfigError, TipbenchError
+from tipbench.backends import ModelSpec
+from tipbench.server._run_request import RunRequest
+
+#: The DAGs' ids, and the asset whose events say "human scores were applied".
+BENCH_COLLECT, BENCH_JUDGED = "bench_collect", "bench_judged"
+JUDGED_ASSET_NAME, JUDGED_ASSET_URI = "tipbench_judged", "tipbench://judged"
+#: The most models a `bench_collect` run collects at once (each holds one model resident).
+MAX_PARALLEL_MODELS = 16
+
+
+class BenchConf(RunRequest):
+    """`dag_run.conf` of `bench_collect`. Every key is optional; unknown keys are refused."""
+
+    judge_model: str | None = Field(
+        default=None,
+        description="The automatic judge's model spec [default: the bundled embedded model].",
+    )
+    parallel_models: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARALLEL_MODELS,
+        description=(
+            "How many models collect at once: each mapped collect task holds one model "
+            "resident, so size this by the memory of a worker slot."
+        ),
+    )
+
+    @field_validator("judge_model")
+    @classmethod
+    def _judge_spec(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(ModelSpec.parse(value.strip()))
+        except TipbenchError as exc:
+            raise PydanticCustomError("model_spec", str(exc)) from None
+
+
+def read_conf(values: dict[str, Any]) -> BenchConf:
+    """Validate a run's conf, with the CLI's one-line message on bad input.
+
+    Raises:
+        ConfigError: `field: problem`, naming the first bad key.
+    """
+    try:
+        return BenchConf.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(one_line(exc)) from None
+
+
+def one_line(exc: ValidationError) -> str:
+    """The first error of a validation, as `field: message` (as the CLI prints it)."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or "config"
+    return f"{field}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def param_specs() -> dict[str, dict[str, Any]]:
+    """Each conf key's Airflow `Param` arguments: its default and JSON schema (type, bounds).
+
+    Lists (models, prompts) are comma-separated strings, as in SPEC §7's table and the CLI.
+    """
+    schema = BenchConf.model_json_schema()
+    defaults = BenchConf().model_dump()
+    specs: dict[str, dict[str, Any]] = {}
+    for name, prop in schema["properties"].items():
+        spec: dict[str, Any] = {
+            key: value for key, value in prop.items() if key not in ("title", "default")
+        }
+        default = defaults[name]
+        if prop.get("type") == "array":
+            spec = {"type": "string", "minLength": 1, "description": prop.get("description")}
+            default = ",".join(default)
+        elif "anyOf" in prop:  # `X | None`: the JSON types of both
+            spec.pop("anyOf")
+            spec["type"] = [branch["type"] for branch in prop["anyOf"]]
+        specs[name] = {"default": default, **spec}
+    return specs

@@ -1,0 +1,236 @@
+"""What each task of the DAGs does: plain functions over tipbench's library, no Airflow.
+
+Every function takes and returns JSON-able values (they travel as XComs) and is safe to run
+again: collect and the automatic judge resume by cell key and by run, export rewrites the
+same file, and compare and the promotion gate record a new run each time.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from tipbench._errors import ConfigError, TipbenchError
+from tipbench.collect import CellOutcome, CollectConfig, collect, preflight
+from tipbench.orchestration._conf import BenchConf, read_conf
+from tipbench.tracking import TrackingStore, resolve_tracking_uri
+
+logger = logging.getLogger("tipbench.orchestration")
+
+
+class PhaseFailed(TipbenchError):
+    """A phase left work undone (failed cells or runs); retrying the task resumes it."""
+
+
+def plan(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """Validate a run's conf, resolve its models and run the size guard; create the
+    experiment. Nothing is written unless every check passes.
+
+    Returns:
+        One work order per model (one mapped collect task each): `conf` (the validated
+        conf), `model` and `tracking_uri` (the store every task writes to).
+
+    Raises:
+        TipbenchError: the CLI's one-line message for the first problem.
+    """
+    conf = read_conf(values)
+    config = conf.collect_config()
+    judge_model = _judge_model(conf)
+    for backend, _ in preflight(config):
+        logger.info(
+            "model %s: size checked (at most %g B parameters)", backend.spec, conf.max_model_b
+        )
+    judge = config.model_copy(update={"models": [judge_model]})
+    preflight(judge)
+    logger.info("judge %s: size checked", judge_model)
+    uri = resolve_tracking_uri(conf.mlflow_url)
+    TrackingStore(uri).experiment_id(conf.experiment, create=True)  # before the tasks fan out
+    logger.info(
+        "plan: %d models × %d prompts, %d cells into %s at %s",
+        len(config.models), len(config.prompts), conf.cell_count(), conf.experiment, uri,
+    )  # fmt: skip
+    validated = conf.model_dump(mode="json")
+    return [{"conf": validated, "model": model, "tracking_uri": uri} for model in config.models]
+
+
+def collect_model(conf: dict[str, Any], model: str, tracking_uri: str) -> dict[str, Any]:
+    """Collect one model's block of the grid (its cells only, one load).
+
+    Raises:
+        PhaseFailed: if a cell failed or was not written (a retry resumes by cell key).
+    """
+    config = _grid(conf).model_copy(update={"models": [model]})
+    result = collect(config, tracking_uri=tracking_uri, progress=_CellLog(model))
+    logger.info(
+        "%s: %d cells, %d already recorded, %d collected, %d failed, loads %s",
+        model, result.total, result.skipped, result.succeeded, len(result.failed),
+        dict(result.model_loads) or "none",
+    )  # fmt: skip
+    problems = [*result.failed, *result.unwritten]
+    if problems:
+        cell, error = problems[0]
+        raise PhaseFailed(f"{len(problems)} cells of {model} not recorded (first: {cell}: {error})")
+    return {
+        "model": model,
+        "cells": result.total,
+        "skipped": result.skipped,
+        "collected": result.succeeded,
+        "model_loads": sum(result.model_loads.values()),
+    }
+
+
+def judge_auto(conf: dict[str, Any], tracking_uri: str) -> dict[str, Any]:
+    """Score every candidate without automatic scores yet.
+
+    Raises:
+        PhaseFailed: if a run could not be judged (a retry judges what is left).
+    """
+    from tipbench.pipeline import judge_grid
+
+    bench = BenchConf.model_validate(conf)
+    result = judge_grid(
+        TrackingStore(tracking_uri),
+        bench.collect_config(),
+        _judge_model(bench),
+        progress=_JudgeLog(),
+    )
+    logger.info(
+        "judge %s: %d runs, %d already judged, %d judged (%d candidates), %d failed",
+        result.judge_model, result.total, result.skipped, result.judged, result.candidates,
+        len(result.failed),
+    )  # fmt: skip
+    problems = [*result.failed, *result.unwritten]
+    if problems:
+        run, error = problems[0]
+        raise PhaseFailed(f"{len(problems)} runs not auto-judged (first: {run}: {error})")
+    return {"judged": result.judged, "skipped": result.skipped, "candidates": result.candidates}
+
+
+def export_for_judge(conf: dict[str, Any], tracking_uri: str) -> str:
+    """Write the human judge's file; returns its path."""
+    from tipbench.judge import export_pending
+    from tipbench.pipeline import default_export_path
+
+    experiment = str(conf["experiment"])
+    path = default_export_path(experiment)
+    result = export_pending(TrackingStore(tracking_uri), experiment, path)
+    logger.info("%d runs (%d candidates) wait for the human judge in %s", result.runs,
+                result.candidates, result.path)  # fmt: skip
+    return str(result.path)
+
+
+def compare(experiment: str, tracking_uri: str) -> str | None:
+    """Rank both tiers and log the leaderboard run; returns its id (None: nothing judged)."""
+    from tipbench.compare import to_markdown
+    from tipbench.pipeline import rank
+
+    ranking = rank(TrackingStore(tracking_uri), experiment)
+    logger.info("leaderboards of %s:\n%s", experiment, to_markdown(ranking.boards))
+    if ranking.warning:
+        logger.warning("%s", ranking.warning)
+    elif ranking.run_id:
+        logger.info("leaderboard logged as run %s", ranking.run_id)
+    return ranking.run_id
+
+
+def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[str, Any]:
+    """Run the promotion gate (a dry run unless `apply`) and record its decision."""
+    from tipbench.promote import promote
+
+    result = promote(TrackingStore(tracking_uri), experiment, apply=apply, record=True)
+    decision = result.decision
+    verdict = "PROMOTE" if decision.promote else "REFUSE"
+    logger.info("%s %s|%s (production now: %s)%s", verdict, decision.model,
+                decision.prompt_version, decision.production or "none",
+                "" if apply else " — dry run")  # fmt: skip
+    for check in decision.checks:
+        logger.info("  [%s] %s: %s", "x" if check.passed else " ", check.name, check.reason)
+    return {
+        "experiment": experiment,
+        "promote": decision.promote,
+        "applied": result.applied,
+        "decision_run": result.decision_run,
+        "registry_version": result.registry_version,
+    }
+
+
+def _grid(conf: dict[str, Any]) -> CollectConfig:
+    return BenchConf.model_validate(conf).collect_config()
+
+
+def _judge_model(conf: BenchConf) -> str:
+    from tipbench.judge import DEFAULT_JUDGE_MODEL
+
+    return conf.judge_model or DEFAULT_JUDGE_MODEL
+
+
+class _CellLog:
+    """A `CollectProgress` that writes one line per cell to the task log."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.done = self.total = 0
+
+    def begin(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        logger.info("%s: %d cells, %d already recorded", self.model, total, done)
+
+    def advance(self, outcome: CellOutcome) -> None:
+        self.done += 1
+        status = "ok" if outcome.ok else f"FAILED: {outcome.error}"
+        cached = " (cached)" if outcome.cached else ""
+        logger.info("[%d/%d] %s %s%s", self.done, self.total, outcome.cell.name, status, cached)
+
+    def note(self, message: str) -> None:
+        logger.info("%s", message)
+
+
+class _JudgeLog:
+    """An `AutoJudgeProgress` that writes one line per judged candidate to the task log."""
+
+    def __init__(self) -> None:
+        self.done = self.total = 0
+
+    def begin(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        logger.info("judge: %d candidates, %d already judged", total, done)
+
+    def advance(self, label: str, error: str | None = None, count: int = 1) -> None:
+        self.done += count
+        logger.info(
+            "[%d/%d] %s %s",
+            self.done,
+            self.total,
+            label,
+            "ok" if error is None else f"FAILED: {error}",
+        )
+
+    def note(self, message: str) -> None:
+        logger.info("%s", message)
+
+
+def judged_requests(params: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `bench_judged` works on: one request per experiment named by the asset events
+    (their `extra`), or the experiment of the run's conf when triggered by hand.
+
+    Raises:
+        ConfigError: if neither names a valid experiment.
+    """
+    from tipbench.collect import BENCH_EXPERIMENT_PATTERN
+
+    named = [event for event in events if event.get("experiment")] or [params]
+    requests: dict[str, dict[str, Any]] = {}
+    for source in named:
+        experiment = str(source.get("experiment") or "")
+        if not re.fullmatch(BENCH_EXPERIMENT_PATTERN, experiment):
+            raise ConfigError(f"experiment: expected tip-bench-NAME, not {experiment!r}")
+        apply = bool(source.get("apply", params.get("apply", False)))
+        uri = source.get("mlflow_url") or params.get("mlflow_url")
+        previous = requests.get(experiment, {})
+        requests[experiment] = {
+            "experiment": experiment,
+            "apply": apply or bool(previous.get("apply")),
+            "tracking_uri": resolve_tracking_uri(uri),
+        }
+    return list(requests.values())
