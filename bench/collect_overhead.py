@@ -55,7 +55,7 @@ from tipbench.backends import BackendOptions, open_backend  # noqa: E402
 from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers  # noqa: E402
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid  # noqa: E402
 from tipbench.suite import load_suite  # noqa: E402
-from tipbench.tracking import KIND_CELL, KIND_TAG  # noqa: E402
+from tipbench.tracking import CELL_RUNS  # noqa: E402
 
 TARGET = 1.10
 # Environment that would point either side somewhere else.
@@ -366,11 +366,7 @@ def cell_runs(client: Any, experiment: str) -> list[Any]:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         return []
-    return list(
-        client.search_runs(
-            [exp.experiment_id], f"tags.`{KIND_TAG}` = '{KIND_CELL}'", max_results=5000
-        )
-    )
+    return list(client.search_runs([exp.experiment_id], CELL_RUNS, max_results=5000))
 
 
 def same_responses(client: Any, runs: list[Any], baseline: dict[str, str], folder: Path) -> int:

@@ -39,8 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the run writer the tests use
 
 from support.judged_runs import JudgedCell, write_cells  # noqa: E402
-from tipbench.judge._scores import Scores  # noqa: E402
-from tipbench.tracking import TrackingStore  # noqa: E402
+from tipbench.tracking import Scores, TrackingStore  # noqa: E402
 
 Kind = Literal["judged", "pending"]
 GENERATOR_VERSION = 1  # bump when the generated data changes

@@ -47,11 +47,9 @@ from rich.console import Console
 from tipbench.cli import cli
 from tipbench.compare import build_leaderboard, log_leaderboard, plot_leaderboards, table
 from tipbench.judge import apply_judge_file, export_pending
-from tipbench.judge._candidates import judgeable_runs
-from tipbench.tracking import KIND_CELL, KIND_TAG, TrackingStore
+from tipbench.tracking import JUDGEABLE_RUNS, TrackingStore
 
 TARGET = 1.5
-FILTER = f"tags.`{KIND_TAG}` = '{KIND_CELL}' AND tags.cell_status = 'ok'"  # judgeable_runs'
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -65,7 +63,7 @@ def search_runs(store: TrackingStore, experiment_id: str, page_size: int) -> int
     count, token = 0, None
     while True:
         page = store.client.search_runs(
-            [experiment_id], FILTER, max_results=page_size, page_token=token
+            [experiment_id], JUDGEABLE_RUNS, max_results=page_size, page_token=token
         )
         count += len(page)
         token = page.token
@@ -119,7 +117,7 @@ def bench_compare(uri: str, n_runs: int, repeat: int) -> float:
     )
 
     # Where compare's time goes: the library calls the command makes, one by one.
-    search_s, runs = timed(lambda: judgeable_runs(store, experiment_id))
+    search_s, runs = timed(lambda: store.cell_runs(experiment_id, judgeable=True))
     human_s, human = timed(lambda: build_leaderboard(runs, "human"))
     auto_s, auto = timed(lambda: build_leaderboard(runs, "auto"))
     boards = [human, auto]

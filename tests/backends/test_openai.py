@@ -27,8 +27,9 @@ from tipbench.backends import (
     check_size,
     open_backend,
 )
-from tipbench.collect import CANDIDATES_FILE, CollectConfig, collect, parse_tips, tips_schema
+from tipbench.collect import CollectConfig, collect, parse_tips, tips_schema
 from tipbench.suite import load_suite
+from tipbench.tracking import CANDIDATES_FILE, CELL_RUNS
 
 SMOLLM2 = ModelSpec.parse("openai:smollm2")
 
@@ -175,7 +176,7 @@ def test_collect_records_a_cell_from_the_server(base_url: str, sqlite_uri: str) 
     client = mlflow.MlflowClient(sqlite_uri)
     experiment = client.get_experiment_by_name("tip-bench-auto")
     assert experiment is not None
-    (run,) = client.search_runs([experiment.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    (run,) = client.search_runs([experiment.experiment_id], CELL_RUNS)
     scenario = load_suite().select_scenarios(1)[0].id
     assert run.info.run_name == f"openai:smollm2|v1|{scenario}"
     assert run.info.status == "FINISHED"
@@ -195,7 +196,7 @@ def test_collect_records_a_cell_from_the_server(base_url: str, sqlite_uri: str) 
     assert collect(allowed, tracking_uri=sqlite_uri).exit_code == 0
     experiment_b = client.get_experiment_by_name("tip-bench-b")
     assert experiment_b is not None
-    (cached,) = client.search_runs([experiment_b.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    (cached,) = client.search_runs([experiment_b.experiment_id], CELL_RUNS)
     assert cached.info.status == "FINISHED"
     assert cached.data.metrics["cached"] == 1.0
 

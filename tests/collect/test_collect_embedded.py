@@ -11,6 +11,7 @@ from mlflow.entities import Run
 
 from support.servers import MlflowServer
 from tipbench.collect import CollectConfig, CollectResult, collect
+from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +28,7 @@ def cell_runs(uri: str, experiment: str) -> list[Run]:
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None
-    return client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    return client.search_runs([exp.experiment_id], CELL_RUNS)
 
 
 def run_grid(uri: str, experiment: str, **overrides: object) -> CollectResult:

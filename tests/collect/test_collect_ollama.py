@@ -23,8 +23,9 @@ from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import free_port
 from tipbench import BackendUnavailable, ModelNotFound, ModelTooLarge
 from tipbench.backends import RetryPolicy
-from tipbench.collect import CANDIDATES_FILE, CellOutcome, CollectConfig, CollectResult, collect
+from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
 from tipbench.suite import load_suite
+from tipbench.tracking import CANDIDATES_FILE
 
 QWEN, GEMMA, LLAMA_8B = "qwen2.5:0.5b", "gemma3:1b", "llama3.1:8b"
 MODELS = {

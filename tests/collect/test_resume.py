@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from tipbench.tracking import CELL_RUNS
+
 pytestmark = pytest.mark.slow
 
 ARGS = [
@@ -36,7 +38,7 @@ def finished_cells(uri: str, experiment: str) -> list[str]:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         return []
-    runs = client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    runs = client.search_runs([exp.experiment_id], CELL_RUNS)
     return [r.data.tags["cell_key"] for r in runs if r.info.status == "FINISHED"]
 
 
@@ -52,7 +54,7 @@ def assert_one_run_per_cell(uri: str, experiment: str, cells: int) -> None:
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None
-    runs = client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    runs = client.search_runs([exp.experiment_id], CELL_RUNS)
     assert len(runs) == cells
     assert all(r.info.status == "FINISHED" for r in runs)
     assert set(Counter(r.data.tags["cell_key"] for r in runs).values()) == {1}

@@ -19,7 +19,6 @@ from tipbench.compare import (
     leaderboards_for,
     paired_comparison,
 )
-from tipbench.judge._candidates import judgeable_runs
 from tipbench.tracking import TrackingStore
 
 
@@ -143,7 +142,7 @@ def test_each_tier_ranks_its_own_scores(judged: JudgedExperiment) -> None:
 
 
 def test_build_leaderboard_is_a_pure_function_of_the_runs(judged: JudgedExperiment) -> None:
-    runs = judgeable_runs(judged.store, judged.experiment_id)
+    runs = judged.store.cell_runs(judged.experiment_id, judgeable=True)
     first = build_leaderboard(runs, "human", experiment=judged.name)
     again = build_leaderboard(list(reversed(runs)), "human", experiment=judged.name)
     assert first.rows == again.rows

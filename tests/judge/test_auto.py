@@ -28,7 +28,7 @@ from tipbench.collect import CollectConfig, collect
 from tipbench.judge import AutoJudgeResult, Scores, auto_judge, parse_scores, score_schema
 from tipbench.judge._record import record_scores
 from tipbench.suite import load_suite
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import CELL_RUNS, TrackingStore
 
 WRITER, JUDGE, BIG = "qwen2.5:0.5b", "gemma3:1b", "llama3.1:8b"
 MODELS = {
@@ -48,7 +48,7 @@ def cell_runs(uri: str, experiment: str) -> dict[str, Run]:
     client = MlflowClient(uri)
     found = client.get_experiment_by_name(experiment)
     assert found is not None
-    runs = client.search_runs([found.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    runs = client.search_runs([found.experiment_id], CELL_RUNS)
     return {run.info.run_name: run for run in runs}
 
 

@@ -18,6 +18,7 @@ from mlflow import MlflowClient
 from support.airflow_home import AirflowHome
 from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import MlflowServer
+from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ def cell_runs(uri: str, experiment: str) -> list[object]:
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None
-    return list(client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'"))
+    return list(client.search_runs([exp.experiment_id], CELL_RUNS))
 
 
 def test_embedded_model_into_an_mlflow_server(

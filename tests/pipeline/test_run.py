@@ -11,6 +11,7 @@ import pytest
 from mlflow import MlflowClient
 
 from support.servers import MlflowServer
+from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,7 @@ def test_run_then_resume_then_judge_by_hand(
     client = MlflowClient(mlflow_server.url)
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None
-    cells = client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    cells = client.search_runs([exp.experiment_id], CELL_RUNS)
     assert len(cells) == 6 and all("auto_composite" in r.data.metrics for r in cells)
     assert client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'leaderboard'")
 

@@ -22,7 +22,7 @@ from mlflow import MlflowClient
 
 from support.servers import free_port
 from tipbench.server import create_app
-from tipbench.tracking import KIND_CELL, KIND_TAG
+from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +100,7 @@ def cell_runs(uri: str, experiment: str) -> list[str]:
     client = MlflowClient(uri)
     found = client.get_experiment_by_name(experiment)
     assert found is not None
-    runs = client.search_runs([found.experiment_id], f"tags.`{KIND_TAG}` = '{KIND_CELL}'")
+    runs = client.search_runs([found.experiment_id], CELL_RUNS)
     assert all(run.info.status == "FINISHED" for run in runs)
     return sorted(run.info.run_name for run in runs)
 

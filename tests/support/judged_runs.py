@@ -1,16 +1,16 @@
 """Judged cell runs written straight into an MLflow store, for tests and benchmarks.
 
 A `JudgedCell` holds what collect and the judge tiers would have left on one cell run: the
-params and tags of a successful cell and, per tier, the scores contract of
-`tipbench.judge._scores` (run metrics, compact scores tag, version and judge tags). Writing
-one takes three MLflow calls (create, one `log_batch`, terminate) instead of a real grid and
-a real judge, so a test can set the exact scores it reasons about.
+params and tags of a successful cell and, per tier, the scores. Their layout comes from the
+library (`tipbench.tracking`: `CellRun.params`/`tags`, `score_fields`, `CandidatesFile`), so
+a test reads back exactly what the library writes. Writing one takes three MLflow calls
+(create, one `log_batch`, terminate) instead of a real grid and a real judge, so a test can
+set the exact scores it reasons about.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,19 +18,19 @@ from dataclasses import dataclass
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-from tipbench.collect import CANDIDATES_FILE
-from tipbench.judge._scores import (
+from tipbench.suite import load_suite
+from tipbench.tracking import (
+    CANDIDATES_FILE,
+    RUBRIC_FILE,
+    CandidatesFile,
+    CellMetric,
+    CellRun,
+    RecordedCandidate,
     Scores,
     Tier,
-    encode_scores,
-    judged_at_tag,
-    judged_by_tag,
-    run_metrics,
-    scores_tag,
-    version_tag,
+    log_texts,
+    score_fields,
 )
-from tipbench.suite import load_suite
-from tipbench.tracking import KIND_CELL, KIND_TAG, log_texts
 
 JUDGED_AT = "2026-01-01T00:00:00+00:00"
 
@@ -77,42 +77,36 @@ class JudgedCell:
     def run_name(self) -> str:
         return f"{self.model}|{self.prompt_version}|{self.scenario_id}"
 
+    def layout(self) -> CellRun:
+        """The cell as collect would have recorded it."""
+        return CellRun(
+            model=self.model,
+            prompt_version=self.prompt_version,
+            scenario_id=self.scenario_id,
+            cell_key=self.run_name(),
+            rubric="tip-v1",
+            judge_pending=True,
+        )
+
     def tags(self) -> dict[str, str]:
-        tags = {
-            KIND_TAG: KIND_CELL,
-            "cell_status": "ok",
-            "cell_key": self.run_name(),
-            "rubric": "tip-v1",
-            "judge_pending": "false" if self.human else "true",
-        }
+        tags = self.layout().tags()
         for tier, tier_scores in self.tiers():
-            tags |= {
-                scores_tag(tier): encode_scores(tier_scores),
-                version_tag(tier): "1",
-                judged_at_tag(tier): JUDGED_AT,
-                judged_by_tag(tier): "judge-fixture" if tier == "human" else "auto-fixture",
-            }
-            if tier == "human":
-                tags["judge_kind"] = "human"
+            tags |= score_fields(tier, tier_scores, _JUDGES[tier], 1, JUDGED_AT).tags
         return tags
 
     def params(self) -> dict[str, str]:
-        return {
-            "model": self.model,
-            "backend": self.model.split(":", 1)[0],
-            "prompt_version": self.prompt_version,
-            "scenario_id": self.scenario_id,
-        }
+        return self.layout().params()
 
     def metrics(self, timestamp_ms: int) -> list[Metric]:
         """Collect's metrics at step 0; each tier's scores at step 1 (their first version)."""
         metrics = [
-            Metric("candidate_count", float(self.candidate_count), timestamp_ms, 0),
-            Metric("parse_success", 1.0, timestamp_ms, 0),
+            Metric(CellMetric.CANDIDATE_COUNT, float(self.candidate_count), timestamp_ms, 0),
+            Metric(CellMetric.PARSE_SUCCESS, 1.0, timestamp_ms, 0),
         ]
         for tier, tier_scores in self.tiers():
+            fields = score_fields(tier, tier_scores, _JUDGES[tier], 1, JUDGED_AT)
             metrics += [
-                Metric(k, v, timestamp_ms, 1) for k, v in run_metrics(tier, tier_scores).items()
+                Metric(k, v, timestamp_ms, fields.version) for k, v in fields.metrics.items()
             ]
         return metrics
 
@@ -126,18 +120,20 @@ class JudgedCell:
 
     def candidates_document(self) -> str:
         """A `candidates.json` like collect's, for exporting the run to a judge file."""
-        return json.dumps(
-            {
-                "cell_key": self.run_name(),
-                "scenario": {"id": self.scenario_id},
-                "parse_method": "json",
-                "candidates": [
-                    {"id": f"c{i}", "text": f"Tip {i} for {self.scenario_id}.",
-                     "format_ok": 1, "overlong": 0}
-                    for i in range(1, self.candidate_count + 1)
-                ],
-            }
-        )  # fmt: skip
+        return CandidatesFile(
+            cell_key=self.layout().cell_key,
+            scenario={"id": self.scenario_id},
+            parse_method="json",
+            candidates=tuple(
+                RecordedCandidate(
+                    id=f"c{i}", text=f"Tip {i} for {self.scenario_id}.", format_ok=1, overlong=0
+                )
+                for i in range(1, self.candidate_count + 1)
+            ),
+        ).dump()
+
+
+_JUDGES: dict[Tier, str] = {"human": "judge-fixture", "auto": "auto-fixture"}
 
 
 def write_cells(
@@ -167,7 +163,7 @@ def write_cells(
             tags=[RunTag(k, v) for k, v in cell.tags().items()],
         )
         if with_candidates:
-            files = {CANDIDATES_FILE: cell.candidates_document(), "rubric.md": _rubric_text()}
+            files = {CANDIDATES_FILE: cell.candidates_document(), RUBRIC_FILE: _rubric_text()}
             log_texts(client, run_id, files)
         client.set_terminated(run_id, "FINISHED", end_time=now)
         run_ids.append(run_id)

@@ -22,8 +22,7 @@ from tipbench.compare import (
     render,
     table,
 )
-from tipbench.judge._scores import TIERS, Tier
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import TIERS, Tier, TrackingStore
 
 _WIDE = 200  # table width when stdout is not a terminal (a pipe or a log file)
 _FULL_TABLE = 170  # narrower terminals get the table without the per-criterion columns

@@ -10,12 +10,11 @@ from tipbench.collect._config import (
 )
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._parse import ParsedTips, parse_tips, tips_schema
-from tipbench.collect._record import CANDIDATES_FILE, CellOutcome
+from tipbench.collect._record import CellOutcome
 from tipbench.collect._runner import CollectProgress, CollectResult, collect, preflight
 
 __all__ = [
     "BENCH_EXPERIMENT_PATTERN",
-    "CANDIDATES_FILE",
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",

@@ -1,8 +1,7 @@
-"""What a cell's MLflow run holds: params, tags, metrics and artifacts (SPEC §3)."""
+"""A cell's outcome as the run that records it (the layout: `tipbench.tracking._cell_run`)."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -11,9 +10,21 @@ from tipbench.collect._diversity import diversity
 from tipbench.collect._grid import Cell
 from tipbench.collect._parse import ParseMethod
 from tipbench.suite import Rubric
-from tipbench.tracking import KIND_CELL, KIND_TAG, RunRecord
+from tipbench.tracking import (
+    CANDIDATES_FILE,
+    CELL_FAILED,
+    CELL_OK,
+    PROMPT_FILE,
+    RESPONSE_FILE,
+    RUBRIC_FILE,
+    CandidatesFile,
+    CellMetric,
+    CellParam,
+    CellRun,
+    RecordedCandidate,
+    RunRecord,
+)
 
-CANDIDATES_FILE = "candidates.json"
 _ERROR_CHARS = 1000
 
 
@@ -42,81 +53,76 @@ def build_record(
     """The run that records `outcome`."""
     cell = outcome.cell
     end = outcome.finished_at or time.time()
-    params = {
-        "model": str(cell.model),
-        "backend": cell.model.backend,
-        "prompt_version": cell.prompt.version,
-        "scenario_id": cell.scenario.id,
-        "temperature": str(cell.temperature),
-        "n_tips": str(cell.n_tips),
-        "seed": str(cell.seed),
-        "max_tokens": str(cell.max_tokens),
-    }
-    tags = {
-        KIND_TAG: KIND_CELL,
-        "cell_key": cell.key,
-        "cell_status": "ok" if outcome.ok else "failed",
-        "scenario_hash": cell.scenario.content_hash,
-        "prompt_hash": cell.prompt.template_hash,
-        "suite": cell.suite,
-        "rubric": rubric.id,
-        "model_identity": cell.model_identity,
-        "judge_pending": "true" if outcome.ok else "false",
-    }
+    layout = CellRun(
+        model=str(cell.model),
+        backend=cell.model.backend,
+        prompt_version=cell.prompt.version,
+        scenario_id=cell.scenario.id,
+        settings={
+            CellParam.TEMPERATURE: str(cell.temperature),
+            CellParam.N_TIPS: str(cell.n_tips),
+            CellParam.SEED: str(cell.seed),
+            CellParam.MAX_TOKENS: str(cell.max_tokens),
+        },
+        cell_key=cell.key,
+        cell_status=CELL_OK if outcome.ok else CELL_FAILED,
+        scenario_hash=cell.scenario.content_hash,
+        prompt_hash=cell.prompt.template_hash,
+        suite=cell.suite,
+        rubric=rubric.id,
+        model_identity=cell.model_identity,
+        judge_pending=outcome.ok,
+        parse_method=outcome.parse_method if outcome.ok else "",
+        error=None if outcome.ok else (outcome.error or "")[:_ERROR_CHARS],
+    )
     messages = cell.prompt.render(cell.scenario, cell.n_tips)
     artifacts = {
-        "prompt.txt": "\n\n".join(f"[{role}]\n{content}" for role, content in messages),
-        "rubric.md": rubric.text(),
+        PROMPT_FILE: "\n\n".join(f"[{role}]\n{content}" for role, content in messages),
+        RUBRIC_FILE: rubric.text(),
     }
-    metrics: dict[str, float] = {"attempts": outcome.attempts}
+    metrics: dict[str, float] = {CellMetric.ATTEMPTS: outcome.attempts}
     gen = outcome.generation
     if gen is not None:
-        artifacts["response.txt"] = gen.text
+        artifacts[RESPONSE_FILE] = gen.text
         tokens_per_s = gen.completion_tokens / outcome.latency_s if outcome.latency_s else 0.0
         metrics |= {
-            "latency_s": outcome.latency_s,
-            "prompt_tokens": gen.prompt_tokens,
-            "completion_tokens": gen.completion_tokens,
-            "tokens_per_s": tokens_per_s,
-            "cached": float(outcome.cached),
+            CellMetric.LATENCY_S: outcome.latency_s,
+            CellMetric.PROMPT_TOKENS: gen.prompt_tokens,
+            CellMetric.COMPLETION_TOKENS: gen.completion_tokens,
+            CellMetric.TOKENS_PER_S: tokens_per_s,
+            CellMetric.CACHED: float(outcome.cached),
         }
     if outcome.ok:
-        candidates: list[dict[str, str | int]] = [
-            {
-                "id": f"c{i}",
-                "text": tip,
-                "format_ok": rubric.format_ok(tip),
-                "overlong": rubric.overlong(tip),
-            }
-            for i, tip in enumerate(outcome.tips, start=1)
-        ]
-        artifacts[CANDIDATES_FILE] = json.dumps(
-            {
-                "cell_key": cell.key,
-                "scenario": cell.scenario.context(),
-                "parse_method": outcome.parse_method,
-                "candidates": candidates,
-            },
-            indent=2,
-            ensure_ascii=False,
+        document = CandidatesFile(
+            cell_key=cell.key,
+            scenario=cell.scenario.context(),
+            parse_method=outcome.parse_method,
+            candidates=tuple(
+                RecordedCandidate(
+                    id=f"c{i}",
+                    text=tip,
+                    format_ok=rubric.format_ok(tip),
+                    overlong=rubric.overlong(tip),
+                )
+                for i, tip in enumerate(outcome.tips, start=1)
+            ),
         )
-        n = len(candidates)
+        artifacts[CANDIDATES_FILE] = document.dump()
+        n = len(document.candidates)
         metrics |= {
-            "parse_success": 1.0,
-            "candidate_count": n,
-            "format_ok_rate": sum(rubric.format_ok(tip) for tip in outcome.tips) / n,
-            "overlong_rate": sum(rubric.overlong(tip) for tip in outcome.tips) / n,
+            CellMetric.PARSE_SUCCESS: 1.0,
+            CellMetric.CANDIDATE_COUNT: n,
+            CellMetric.FORMAT_OK_RATE: sum(c.format_ok for c in document.candidates) / n,
+            CellMetric.OVERLONG_RATE: sum(c.overlong for c in document.candidates) / n,
         }
         if with_diversity:
-            metrics["diversity"] = diversity(outcome.tips)
-        tags["parse_method"] = outcome.parse_method
+            metrics[CellMetric.DIVERSITY] = diversity(outcome.tips)
     else:
-        metrics |= {"parse_success": 0.0, "candidate_count": 0}
-        tags["error"] = (outcome.error or "")[:_ERROR_CHARS]
+        metrics |= {CellMetric.PARSE_SUCCESS: 0.0, CellMetric.CANDIDATE_COUNT: 0}
     return RunRecord(
         run_name=cell.name,
-        params=params,
-        tags=tags,
+        params=layout.params(),
+        tags=layout.tags(),
         metrics=metrics,
         artifacts=artifacts,
         status="FINISHED" if outcome.ok else "FAILED",

@@ -28,12 +28,9 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._stats import PairedComparison, bootstrap_mean_ci, paired_comparison, tied
-from tipbench.judge._candidates import judgeable_runs
-from tipbench.judge._scores import TIERS, Tier, decode_scores, metric_name, scores_tag
+from tipbench.tracking import TIERS, CellRun, Tier, metric_name
 
 if TYPE_CHECKING:
-    from mlflow.entities import Run
-
     from tipbench.tracking import TrackingStore
 
 _FloatArray = npt.NDArray[np.float64]
@@ -68,22 +65,12 @@ class _Scored:
         return (not self.ranked, -composite, -scenarios, self.model, self.prompt_version)
 
 
-def _scenario_key(run: Run) -> str:
-    """The scenario id, with its content hash: a changed scenario is another scenario."""
-    scenario = run.data.params.get("scenario_id") or run.info.run_id
-    content = run.data.tags.get("scenario_hash")
-    return f"{scenario}#{content}" if content else scenario
-
-
-def _candidates(run: Run, tier: Tier) -> int:
+def _candidates(run: CellRun, tier: Tier) -> int:
     """Candidates of a judged run: collect's count, else those its tier scored."""
-    count = run.data.metrics.get("candidate_count")
-    if count:
-        return int(count)
-    return len(decode_scores(run.data.tags.get(scores_tag(tier))))
+    return run.candidate_count or len(run.scores(tier))
 
 
-def _read(runs: Iterable[Run], tier: Tier) -> tuple[list[_Cell], _FloatArray, int]:
+def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int]:
     """The cells of the tier's judged runs and each (cell, scenario)'s mean scores."""
     keys = [metric_name(tier, column) for column in COLUMNS]
     cells: dict[tuple[str, str], _Cell] = {}
@@ -91,15 +78,14 @@ def _read(runs: Iterable[Run], tier: Tier) -> tuple[list[_Cell], _FloatArray, in
     values: list[list[float]] = []
     n_groups = 0
     for run in runs:
-        metrics = run.data.metrics
+        metrics = run.metrics
         if keys[0] not in metrics:
             continue  # not judged by this tier
-        params = run.data.params
-        model, prompt = params.get("model", ""), params.get("prompt_version", "")
+        model, prompt = run.model, run.prompt_version
         cell = cells.get((model, prompt))
         if cell is None:
             cell = cells[(model, prompt)] = _Cell(model, prompt)
-        scenario = _scenario_key(run)
+        scenario = run.scenario_key
         group = cell.groups.get(scenario)
         if group is None:
             group = cell.groups[scenario] = n_groups
@@ -142,7 +128,7 @@ def _score(cell: _Cell, scenario_values: _FloatArray, min_scenarios: int) -> _Sc
 
 
 def build_leaderboard(
-    runs: Iterable[Run],
+    runs: Iterable[CellRun],
     tier: Tier,
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
     experiment: str = "",
@@ -155,7 +141,7 @@ def build_leaderboard(
     ignored. Figures are seeded: the same runs give the same leaderboard, in any order.
 
     Args:
-        runs: Cell runs (e.g. from `judgeable_runs`), in any order.
+        runs: Cell runs (e.g. the judgeable ones of `TrackingStore.cell_runs`), in any order.
         tier: Whose scores: "human" or "auto".
         min_scenarios: Judged scenarios a cell needs to be ranked (at least 1).
         experiment: Experiment name, recorded on the leaderboard.
@@ -231,7 +217,7 @@ def leaderboards_for(
         TrackingError: If the experiment does not exist or the store cannot be read.
     """
     experiment_id = store.experiment_id(experiment)
-    runs = judgeable_runs(store, experiment_id)
+    runs = store.cell_runs(experiment_id, judgeable=True)
     return [
         build_leaderboard(runs, tier, min_scenarios=min_scenarios, experiment=experiment)
         for tier in tiers

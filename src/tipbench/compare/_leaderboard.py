@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tipbench.compare._stats import PairedComparison
-from tipbench.judge._scores import Tier
 from tipbench.suite import SCORE_NAMES
+from tipbench.tracking import Tier
 
 Status = Literal["ranked", "insufficient data"]
 CONFIDENCE = 0.95

@@ -12,8 +12,7 @@ from pathlib import Path
 from tipbench._errors import TrackingError
 from tipbench.compare._leaderboard import Leaderboard
 from tipbench.compare._render import to_csv, to_json, to_markdown
-from tipbench.judge._scores import metric_name
-from tipbench.tracking import KIND_TAG, TrackingStore, short_error
+from tipbench.tracking import KIND_TAG, TrackingStore, metric_name, short_error
 
 KIND_LEADERBOARD = "leaderboard"
 PLOT_FILE = "leaderboard.png"

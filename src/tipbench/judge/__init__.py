@@ -7,7 +7,6 @@ from tipbench.judge._agreement import (
     quadratic_weighted_kappa,
 )
 from tipbench.judge._auto import (
-    ANSWERS_FILE,
     DEFAULT_JUDGE_MODEL,
     AutoJudgeProgress,
     AutoJudgeResult,
@@ -29,7 +28,6 @@ from tipbench.judge._calibration_store import (
     tier_calibration,
 )
 from tipbench.judge._export import (
-    PENDING_FILTER,
     ExportResult,
     blind_order,
     export_pending,
@@ -51,15 +49,13 @@ from tipbench.judge._human import (
     apply_judgements,
     default_judge,
 )
-from tipbench.judge._scores import TIERS, Scores, Tier, decode_scores, metric_name
 from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
+from tipbench.tracking import TIERS, Scores, Tier, decode_scores, metric_name
 
 __all__ = [
-    "ANSWERS_FILE",
     "CALIBRATION_EXPERIMENT",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_MIN_KAPPA",
-    "PENDING_FILTER",
     "SCHEMA_VERSION",
     "TIERS",
     "Agreement",

@@ -5,7 +5,7 @@ still without automatic scores at temperature 0 with schema-constrained JSON, an
 unloaded at the end, on error and on Ctrl-C. A run's scores are written (off the hot path)
 only when all its candidates are scored; a run whose judging fails gets the error as its
 `auto_judge_error` tag and is retried by the next run of the judge. Human scores are never
-touched: the automatic tier has its own metrics and tags (see `_scores`).
+touched: the automatic tier has its own metrics and tags (see `tipbench.tracking._cell_run`).
 """
 
 from __future__ import annotations
@@ -27,26 +27,24 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.judge._auto_prompt import judge_messages, parse_scores, score_schema
-from tipbench.judge._candidates import (
-    CellCandidates,
-    candidate_count,
-    fetch_candidates,
-    judgeable_runs,
-)
+from tipbench.judge._candidates import CellCandidates, fetch_candidates
 from tipbench.judge._record import record_scores
-from tipbench.judge._scores import (
-    Scores,
-    decode_scores,
-    judged_by_tag,
-    scores_tag,
-    version_tag,
-)
 from tipbench.suite import CRITERIA, Rubric, load_suite
-from tipbench.tracking import BackgroundWriter, TrackingStore, WriteJob, log_texts, short_error
+from tipbench.tracking import (
+    AUTO_ANSWERS_FILE,
+    BackgroundWriter,
+    CellRun,
+    CellTag,
+    RecordedCandidate,
+    Scores,
+    TrackingStore,
+    WriteJob,
+    log_texts,
+    short_error,
+)
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
-    from mlflow.entities import Run
 
 DEFAULT_JUDGE_MODEL = "llamacpp:smollm2-135m"
 JUDGE_TEMPERATURE = 0.0
@@ -59,10 +57,7 @@ JUDGE_N_CTX = 4096
 #: same request would give the same answer again. Such candidates are listed in a tag.
 RESAMPLE_TEMPERATURE = 0.3
 
-ERROR_TAG = "auto_judge_error"
 #: The judge's raw answers of the latest pass (and `auto_answers/v<N>.json` per version).
-ANSWERS_FILE = "auto_answers.json"
-RESAMPLED_TAG = "auto_judge_resampled"
 _ERROR_CHARS = 1000
 
 
@@ -145,19 +140,18 @@ def auto_judge(
     spec = ModelSpec.parse(judge_model)
     backend = open_backend(spec, judge_backend_options(ollama_url, openai_base_url))
     experiment_id = store.experiment_id(experiment)
-    runs = judgeable_runs(store, experiment_id)
+    runs = store.cell_runs(experiment_id, judgeable=True)
     pending = sorted(
-        (run for run in runs if rejudge or scores_tag("auto") not in run.data.tags),
-        key=lambda run: run.info.run_name or run.info.run_id,
+        (run for run in runs if rejudge or not run.judged_by("auto")), key=lambda run: run.label
     )
     rubric = _rubric_for(pending, suite)
     check_size(spec, backend.describe(), max_model_b, allow_unknown_size)
 
     result = AutoJudgeResult(experiment, store.uri, str(spec), len(runs), len(runs) - len(pending))
-    waiting = {run.info.run_id for run in pending}
+    waiting = {run.run_id for run in pending}
     progress.begin(
-        sum(candidate_count(run) for run in runs),
-        sum(candidate_count(run) for run in runs if run.info.run_id not in waiting),
+        sum(run.candidate_count for run in runs),
+        sum(run.candidate_count for run in runs if run.run_id not in waiting),
     )
     if not pending:
         return result
@@ -174,13 +168,11 @@ def auto_judge(
         call_with_retries(lambda _: backend.load(), retry)
         result.model_loads += 1
         for run, cell in zip(pending, cells, strict=True):
-            name = run.info.run_name or run.info.run_id
+            name = run.label
             verdict = judge.cell(name, cell)
             if verdict.error is not None:
                 result.failed.append((name, verdict.error))
-                writer.submit(
-                    name, _write_error(run.info.run_id, verdict.error, str(spec), verdict)
-                )
+                writer.submit(name, _write_error(run.run_id, verdict.error, str(spec), verdict))
             else:
                 result.judged += 1
                 result.candidates += len(verdict.scores)
@@ -196,7 +188,7 @@ def auto_judge(
             progress.note(f"could not unload {spec}: {exc}")
         progress.note("writing the last scores to MLflow")
         result.unwritten = [(f.label, f.error) for f in writer.close()]
-    result.warnings = constant_score_warnings(judgeable_runs(store, experiment_id))
+    result.warnings = constant_score_warnings(store.cell_runs(experiment_id, judgeable=True))
     return result
 
 
@@ -204,17 +196,14 @@ def auto_judge(
 CONSTANT_MIN_CANDIDATES = 5
 
 
-def constant_score_warnings(runs: list[Run]) -> list[str]:
+def constant_score_warnings(runs: list[CellRun]) -> list[str]:
     """A warning per judge model whose scores of a criterion are the same for every candidate.
 
     Such a judge cannot tell the candidates apart: its leaderboard ranks noise.
     """
     by_judge: dict[str, list[Scores]] = {}
     for run in runs:
-        judge = run.data.tags.get(judged_by_tag("auto"), "")
-        by_judge.setdefault(judge, []).extend(
-            decode_scores(run.data.tags.get(scores_tag("auto"))).values()
-        )
+        by_judge.setdefault(run.judge_of("auto"), []).extend(run.scores("auto").values())
     warnings = []
     for judge, scores in sorted(by_judge.items()):
         if len(scores) < CONSTANT_MIN_CANDIDATES:
@@ -241,7 +230,7 @@ def judge_backend_options(ollama_url: str | None, openai_base_url: str | None) -
     )
 
 
-def _rubric_for(runs: list[Run], suite: str | Path | None) -> Rubric:
+def _rubric_for(runs: list[CellRun], suite: str | Path | None) -> Rubric:
     """The suite's rubric, if it is the one every run was collected under.
 
     Raises:
@@ -249,10 +238,10 @@ def _rubric_for(runs: list[Run], suite: str | Path | None) -> Rubric:
     """
     loaded = load_suite(suite)
     for run in runs:
-        wanted = run.data.tags.get("rubric", "")
+        wanted = run.rubric
         if wanted != loaded.rubric.id:
             raise ConfigError(
-                f"run {run.info.run_name or run.info.run_id} was collected under rubric "
+                f"run {run.label} was collected under rubric "
                 f"{wanted!r}, but suite {loaded.label} has rubric {loaded.rubric.id!r}: "
                 "pass --suite with the suite that has it"
             )
@@ -296,7 +285,7 @@ class CandidateJudge:
         resampled: dict[str, tuple[float, int]] = {}
         answers: dict[str, list[RawAnswer]] = {}
         for index, candidate in enumerate(cell.candidates):
-            cid = str(candidate["id"])
+            cid = candidate.id
             answers[cid] = []
             try:
                 scores[cid], (temperature, seed) = self._score(cell, candidate, answers[cid])
@@ -310,13 +299,13 @@ class CandidateJudge:
         return _Verdict(scores, resampled, answers=answers)
 
     def _score(
-        self, cell: CellCandidates, candidate: dict[str, object], answers: list[RawAnswer]
+        self, cell: CellCandidates, candidate: RecordedCandidate, answers: list[RawAnswer]
     ) -> tuple[Scores, tuple[float, int]]:
         """One candidate's scores and the (temperature, seed) that gave them, with retries.
 
         Every answer the model gave, parsable or not, is appended to `answers`.
         """
-        messages = judge_messages(self.rubric_text, cell.scenario, candidate)
+        messages = judge_messages(self.rubric_text, cell.scenario, candidate.model_dump())
         schema = score_schema()
         temperature = JUDGE_TEMPERATURE
 
@@ -335,22 +324,31 @@ class CandidateJudge:
         return call_with_retries(attempt, self.retry)[0]
 
 
-def _write_scores(run: Run, verdict: _Verdict, judged_by: str) -> WriteJob:
+def _write_scores(run: CellRun, verdict: _Verdict, judged_by: str) -> WriteJob:
     from mlflow.entities import RunTag
 
-    run_id = run.info.run_id
-    previous = int(run.data.tags.get(version_tag("auto"), "0"))
-    tags = {"auto_judge_temperature": str(JUDGE_TEMPERATURE), "auto_judge_seed": str(JUDGE_SEED)}
+    run_id = run.run_id
+    previous = run.scores_version("auto")
+    tags = {
+        CellTag.AUTO_JUDGE_TEMPERATURE: str(JUDGE_TEMPERATURE),
+        CellTag.AUTO_JUDGE_SEED: str(JUDGE_SEED),
+    }
     if verdict.resampled:
         settings = {cid: list(setting) for cid, setting in verdict.resampled.items()}
-        tags[RESAMPLED_TAG] = json.dumps(settings, separators=(",", ":"))
-    stale = [tag for tag in (ERROR_TAG, RESAMPLED_TAG) if tag in run.data.tags and tag not in tags]
+        tags[CellTag.AUTO_JUDGE_RESAMPLED] = json.dumps(settings, separators=(",", ":"))
+    stale = [
+        tag
+        for tag in (CellTag.AUTO_JUDGE_ERROR, CellTag.AUTO_JUDGE_RESAMPLED)
+        if tag in run.extra_tags and tag not in tags
+    ]
     answers = answers_document(judged_by, verdict.answers)
 
     def write(client: MlflowClient) -> None:
         client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
         version = record_scores(client, run_id, "auto", verdict.scores, judged_by, previous)
-        log_texts(client, run_id, {ANSWERS_FILE: answers, f"auto_answers/v{version}.json": answers})
+        log_texts(
+            client, run_id, {AUTO_ANSWERS_FILE: answers, f"auto_answers/v{version}.json": answers}
+        )
         for tag in stale:
             client.delete_tag(run_id, tag)
 
@@ -375,7 +373,7 @@ def _write_error(run_id: str, error: str, judge_model: str, verdict: _Verdict) -
     answers = answers_document(judge_model, verdict.answers)
 
     def write(client: MlflowClient) -> None:
-        client.set_tag(run_id, ERROR_TAG, error[:_ERROR_CHARS])
-        log_texts(client, run_id, {ANSWERS_FILE: answers})
+        client.set_tag(run_id, CellTag.AUTO_JUDGE_ERROR, error[:_ERROR_CHARS])
+        log_texts(client, run_id, {AUTO_ANSWERS_FILE: answers})
 
     return write

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tipbench.judge._scores import Scores
 from tipbench.suite import CRITERIA, FLAGS, SCORE_NAMES, Message
+from tipbench.tracking import Scores
 
 #: The answer's range per score: 1–5 for the criteria, 0/1 for the flags.
 SCORE_RANGES: dict[str, tuple[int, ...]] = {name: (1, 2, 3, 4, 5) for name in CRITERIA} | {

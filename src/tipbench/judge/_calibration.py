@@ -35,8 +35,8 @@ from tipbench.judge._auto import (
     judge_backend_options,
 )
 from tipbench.judge._candidates import CellCandidates
-from tipbench.judge._scores import Scores
 from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, load_suite
+from tipbench.tracking import RecordedCandidate, Scores
 
 #: The κ every 1-5 criterion needs for the automatic tier to count (substantial agreement).
 DEFAULT_MIN_KAPPA = 0.6
@@ -230,12 +230,12 @@ def _cells(suite: Suite, calibration_set: CalibrationSet) -> list[CellCandidates
             prompt_version="",
             scenario=tip.scenario.context(),
             candidates=(
-                {
-                    "id": tip.id,
-                    "text": tip.text,
-                    "format_ok": rubric.format_ok(tip.text),
-                    "overlong": rubric.overlong(tip.text),
-                },
+                RecordedCandidate(
+                    id=tip.id,
+                    text=tip.text,
+                    format_ok=rubric.format_ok(tip.text),
+                    overlong=rubric.overlong(tip.text),
+                ),
             ),
         )
         for tip in calibration_set.tips

@@ -14,16 +14,12 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tipbench._errors import SuiteError, TipbenchError, TrackingError
 from tipbench.judge._calibration import DEFAULT_MIN_KAPPA, Calibration, passes
-from tipbench.judge._scores import judged_by_tag, scores_tag
 from tipbench.suite import CRITERIA, SCORE_NAMES, load_suite
-from tipbench.tracking import KIND_TAG, TrackingStore, log_texts, short_error
-
-if TYPE_CHECKING:
-    from mlflow.entities import Run
+from tipbench.tracking import KIND_TAG, CellRun, TrackingStore, log_texts, short_error
 
 CALIBRATION_EXPERIMENT = "tipbench-calibration"
 KIND_CALIBRATION = "calibration"
@@ -211,7 +207,7 @@ def _quoted(value: str) -> str:
 
 def tier_calibration(
     store: TrackingStore,
-    runs: Iterable[Run],
+    runs: Iterable[CellRun],
     suite: str | Path | None = None,
     min_kappa: float = DEFAULT_MIN_KAPPA,
 ) -> tuple[JudgeCalibration, ...]:
@@ -222,10 +218,8 @@ def tier_calibration(
     """
     judges: set[tuple[str, str]] = set()
     for run in runs:
-        if scores_tag("auto") in run.data.tags:
-            judges.add(
-                (run.data.tags.get(judged_by_tag("auto"), ""), run.data.tags.get("rubric", ""))
-            )
+        if run.judged_by("auto"):
+            judges.add((run.judge_of("auto"), run.rubric))
     if not judges:
         return ()
     try:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tipbench.collect import CANDIDATES_FILE
-from tipbench.tracking import KIND_CELL, KIND_TAG, TrackingStore
-
-if TYPE_CHECKING:
-    from mlflow.entities import Run
+from tipbench.tracking import (
+    CANDIDATES_FILE,
+    RUBRIC_FILE,
+    CandidatesFile,
+    CellRun,
+    RecordedCandidate,
+    TrackingStore,
+)
 
 _DOWNLOAD_THREADS = 8
 
@@ -27,42 +29,30 @@ class CellCandidates:
     model: str
     prompt_version: str
     scenario: dict[str, Any]
-    candidates: tuple[dict[str, Any], ...]  # {"id", "text", "format_ok", "overlong"}
+    candidates: tuple[RecordedCandidate, ...]
 
 
-def judgeable_runs(store: TrackingStore, experiment_id: str, extra_filter: str = "") -> list[Run]:
-    """The successful cell runs of an experiment (optionally narrowed by a filter clause)."""
-    clause = f"tags.`{KIND_TAG}` = '{KIND_CELL}' AND tags.cell_status = 'ok'"
-    if extra_filter:
-        clause += f" AND {extra_filter}"
-    return list(store.search(experiment_id, clause))
-
-
-def candidate_count(run: Run) -> int:
-    return int(run.data.metrics.get("candidate_count", 0))
-
-
-def fetch_rubric(store: TrackingStore, run: Run) -> tuple[str, str]:
+def fetch_rubric(store: TrackingStore, run: CellRun) -> tuple[str, str]:
     """The id and text of the rubric stored with a run (`rubric.md`)."""
     with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
-        path = store.client.download_artifacts(run.info.run_id, "rubric.md", tmp)
+        path = store.client.download_artifacts(run.run_id, RUBRIC_FILE, tmp)
         text = Path(path).read_text(encoding="utf-8")
-    return run.data.tags.get("rubric", ""), text
+    return run.rubric, text
 
 
-def fetch_candidates(store: TrackingStore, runs: Iterable[Run]) -> list[CellCandidates]:
+def fetch_candidates(store: TrackingStore, runs: Iterable[CellRun]) -> list[CellCandidates]:
     """Download `candidates.json` of each run (in parallel), in the order given."""
 
-    def fetch(run: Run) -> CellCandidates:
+    def fetch(run: CellRun) -> CellCandidates:
         with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
-            path = store.client.download_artifacts(run.info.run_id, CANDIDATES_FILE, tmp)
-            document = json.loads(Path(path).read_text(encoding="utf-8"))
+            path = store.client.download_artifacts(run.run_id, CANDIDATES_FILE, tmp)
+            document = CandidatesFile.model_validate_json(Path(path).read_bytes())
         return CellCandidates(
-            run_id=run.info.run_id,
-            model=run.data.params.get("model", ""),
-            prompt_version=run.data.params.get("prompt_version", ""),
-            scenario=document["scenario"],
-            candidates=tuple(document["candidates"]),
+            run_id=run.run_id,
+            model=run.model,
+            prompt_version=run.prompt_version,
+            scenario=document.scenario,
+            candidates=document.candidates,
         )
 
     with ThreadPoolExecutor(_DOWNLOAD_THREADS) as pool:

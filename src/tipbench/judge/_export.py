@@ -12,15 +12,9 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tipbench._errors import ConfigError
-from tipbench.judge._candidates import (
-    CellCandidates,
-    fetch_candidates,
-    fetch_rubric,
-    judgeable_runs,
-)
+from tipbench.judge._candidates import CellCandidates, fetch_candidates, fetch_rubric
 from tipbench.judge._file import (
     Candidate,
     CandidateScores,
@@ -30,14 +24,8 @@ from tipbench.judge._file import (
     load_json,
     validate_judge_file,
 )
-from tipbench.judge._scores import DRAFT_TAG, decode_draft, decode_scores, scores_tag
 from tipbench.suite import SCORE_NAMES, load_suite
-from tipbench.tracking import TrackingStore
-
-if TYPE_CHECKING:
-    from mlflow.entities import Run
-
-PENDING_FILTER = "tags.judge_pending = 'true'"
+from tipbench.tracking import CellRun, TrackingStore
 
 
 @dataclass(frozen=True)
@@ -60,7 +48,7 @@ def blind_order(seed: int, key: str) -> str:
 def judge_file_for(
     store: TrackingStore,
     experiment: str,
-    runs: list[Run],
+    runs: list[CellRun],
     cells: list[CellCandidates],
     *,
     reveal: bool = True,
@@ -77,16 +65,16 @@ def judge_file_for(
     else:
         rubric = load_suite().rubric
         rubric_id, rubric_text = rubric.id, rubric.text()
-    drafts = {run.info.run_id: decode_draft(run.data.tags.get(DRAFT_TAG)) for run in runs}
+    drafts = {run.run_id: run.draft() for run in runs}
     items = []
     for cell in cells:
         draft = drafts.get(cell.run_id, {})
         candidates = [
             Candidate(
-                id=c["id"],
-                text=c["text"],
-                scores=_draft_scores(draft.get(c["id"]))
-                or CandidateScores(format_ok=c["format_ok"], overlong=c["overlong"]),
+                id=c.id,
+                text=c.text,
+                scores=_draft_scores(draft.get(c.id))
+                or CandidateScores(format_ok=c.format_ok, overlong=c.overlong),
             )
             for c in cell.candidates
         ]
@@ -177,8 +165,8 @@ def export_pending(
     """
     previous = previous_judge_file(out, experiment)
     experiment_id = store.experiment_id(experiment)
-    runs = judgeable_runs(store, experiment_id, PENDING_FILTER)
-    runs.sort(key=lambda r: r.info.run_name or "")
+    runs = store.cell_runs(experiment_id, pending=True)
+    runs.sort(key=lambda r: r.name)
     if not reveal and seed is None:
         seed = previous.order_seed if previous and previous.order_seed is not None else None
         seed = seed if seed is not None else secrets.randbelow(2**31)
@@ -227,14 +215,14 @@ def _check_left_out(
     left_out = [i for i in previous.items if i.run_id not in pending and _has_scores(i)]
     if not left_out:
         return ()
-    runs = {run.info.run_id: run for run in judgeable_runs(store, experiment_id)}
+    runs = {run.run_id: run for run in store.cell_runs(experiment_id, judgeable=True)}
     unapplied, gone = [], []
     for item in left_out:
         run = runs.get(item.run_id)
         if run is None:
             gone.append(item.run_id)
             continue
-        stored = decode_scores(run.data.tags.get(scores_tag("human")))
+        stored = run.scores("human")
         for candidate in item.candidates:
             scores = candidate.scores.complete()
             if candidate.scores.started() and (

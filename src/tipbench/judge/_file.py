@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tipbench._errors import ConfigError
-from tipbench.judge._scores import Scores
+from tipbench.tracking import Scores
 
 SCHEMA_VERSION: Literal[1] = 1
 Criterion = Annotated[int, Field(ge=1, le=5)]

@@ -12,9 +12,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tipbench.judge._candidates import candidate_count, judgeable_runs
 from tipbench.judge._file import (
     ItemRef,
     JudgeFile,
@@ -26,20 +25,15 @@ from tipbench.judge._file import (
     where_item,
 )
 from tipbench.judge._record import record_scores
-from tipbench.judge._scores import (
+from tipbench.tracking import (
     DRAFT_TAG,
+    CellRun,
     Draft,
     Scores,
-    decode_draft,
-    decode_scores,
+    TrackingStore,
     encode_draft,
-    scores_tag,
-    version_tag,
+    short_error,
 )
-from tipbench.tracking import TrackingStore, short_error
-
-if TYPE_CHECKING:
-    from mlflow.entities import Run
 
 _WRITE_THREADS = 8
 
@@ -93,16 +87,16 @@ def apply_judge_file(
     return apply_judgements(store, experiment, judge_file, judged_by, str(path))
 
 
-def _runs(store: TrackingStore, experiment: str) -> dict[str, Run] | None:
+def _runs(store: TrackingStore, experiment: str) -> dict[str, CellRun] | None:
     """The judgeable runs by id (None if the experiment does not exist)."""
     try:
         experiment_id = store.experiment_id(experiment)
     except Exception:
         return None
-    return {run.info.run_id: run for run in judgeable_runs(store, experiment_id)}
+    return {run.run_id: run for run in store.cell_runs(experiment_id, judgeable=True)}
 
 
-def _store_problems(experiment: str, refs: list[ItemRef], runs: dict[str, Run]) -> list[str]:
+def _store_problems(experiment: str, refs: list[ItemRef], runs: dict[str, CellRun]) -> list[str]:
     problems = []
     for index, run_id, ids in refs:
         run = runs.get(run_id)
@@ -119,8 +113,8 @@ def _store_problems(experiment: str, refs: list[ItemRef], runs: dict[str, Run]) 
     return problems
 
 
-def _known_ids(run: Run) -> set[str]:
-    return {f"c{i}" for i in range(1, candidate_count(run) + 1)}
+def _known_ids(run: CellRun) -> set[str]:
+    return {f"c{i}" for i in range(1, run.candidate_count + 1)}
 
 
 def apply_judgements(
@@ -147,13 +141,13 @@ def apply_judgements(
         raise JudgeFileError(source, problems)
 
     result = ApplyResult()
-    writes: list[tuple[Run, dict[str, Scores] | Draft, bool]] = []  # (run, what, final)
+    writes: list[tuple[CellRun, dict[str, Scores] | Draft, bool]] = []  # (run, what, final)
     for index, item in enumerate(judge_file.items):
         run = runs[item.run_id]
         known = _known_ids(run)
-        stored = decode_scores(run.data.tags.get(scores_tag("human")))
+        stored = run.scores("human")
         merged = dict(stored)
-        draft = decode_draft(run.data.tags.get(DRAFT_TAG))
+        draft = run.draft()
         for candidate in item.candidates:
             scores = candidate.scores.complete()
             if scores is not None:
@@ -163,7 +157,7 @@ def apply_judgements(
             else:
                 draft.pop(candidate.id, None)
         if set(merged) == known:
-            if merged == stored and DRAFT_TAG not in run.data.tags:
+            if merged == stored and DRAFT_TAG not in run.extra_tags:
                 result.unchanged += 1
             else:
                 writes.append((run, merged, True))
@@ -171,22 +165,22 @@ def apply_judgements(
         result.incomplete += 1
         scored = sum(1 for values in draft.values() if None not in values)
         result.pending.append(PendingRun(where_item(index, item.run_id), scored, len(known)))
-        if draft != decode_draft(run.data.tags.get(DRAFT_TAG)):
+        if draft != run.draft():
             writes.append((run, draft, False))
 
     judge = judged_by or judge_file.judge or default_judge()
 
-    def write(job: tuple[Run, Any, bool]) -> str | None:
+    def write(job: tuple[CellRun, Any, bool]) -> str | None:
         run, what, final = job
-        run_id = run.info.run_id
+        run_id = run.run_id
         try:
             if not final:
                 store.client.set_tag(run_id, DRAFT_TAG, encode_draft(what))
                 return None
-            if what != decode_scores(run.data.tags.get(scores_tag("human"))):
-                previous = int(run.data.tags.get(version_tag("human"), "0"))
+            if what != run.scores("human"):
+                previous = run.scores_version("human")
                 record_scores(store.client, run_id, "human", what, judge, previous)
-            if DRAFT_TAG in run.data.tags:
+            if DRAFT_TAG in run.extra_tags:
                 store.client.delete_tag(run_id, DRAFT_TAG)
         except Exception as exc:
             return short_error(exc)
@@ -195,7 +189,7 @@ def apply_judgements(
     with ThreadPoolExecutor(_WRITE_THREADS) as pool:
         for (run, _, final), error in zip(writes, pool.map(write, writes), strict=True):
             if error is not None:
-                result.failed.append((run.info.run_id, error))
+                result.failed.append((run.run_id, error))
             elif final:
                 result.applied += 1
             else:

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tipbench.judge._scores import (
-    Scores,
-    Tier,
-    encode_scores,
-    judged_at_tag,
-    judged_by_tag,
-    run_metrics,
-    scores_tag,
-    version_tag,
-)
-from tipbench.tracking import log_texts
+from tipbench.tracking import Scores, Tier, log_texts, score_fields
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -27,7 +16,7 @@ def record_scores(
     client: MlflowClient,
     run_id: str,
     tier: Tier,
-    scores: dict[str, Scores],
+    scores: Mapping[str, Scores],
     judged_by: str,
     previous_version: int,
 ) -> int:
@@ -38,37 +27,12 @@ def record_scores(
     """
     from mlflow.entities import Metric, RunTag
 
-    version = previous_version + 1
+    fields = score_fields(tier, scores, judged_by, previous_version + 1)
     now_ms = int(time.time() * 1000)
-    judged_at = datetime.now(UTC).isoformat(timespec="seconds")
-    tags = {
-        scores_tag(tier): encode_scores(scores),
-        version_tag(tier): str(version),
-        judged_at_tag(tier): judged_at,
-        judged_by_tag(tier): judged_by,
-    }
-    if tier == "human":
-        tags |= {"judge_pending": "false", "judge_kind": "human"}
-    document = json.dumps(
-        {
-            "tier": tier,
-            "version": version,
-            "judged_by": judged_by,
-            "judged_at": judged_at,
-            "candidates": {
-                cid: s.as_dict() | {"composite": s.composite} for cid, s in scores.items()
-            },
-        },
-        indent=2,
-    )
-    log_texts(
-        client,
-        run_id,
-        {f"{tier}_scores.json": document, f"{tier}_scores/v{version}.json": document},
-    )
+    log_texts(client, run_id, fields.artifacts)
     client.log_batch(
         run_id,
-        metrics=[Metric(k, v, now_ms, version) for k, v in run_metrics(tier, scores).items()],
-        tags=[RunTag(k, v) for k, v in tags.items()],
+        metrics=[Metric(k, v, now_ms, fields.version) for k, v in fields.metrics.items()],
+        tags=[RunTag(k, v) for k, v in fields.tags.items()],
     )
-    return version
+    return fields.version

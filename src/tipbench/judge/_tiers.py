@@ -5,10 +5,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tipbench.judge._agreement import Agreement, agreement
-from tipbench.judge._candidates import fetch_candidates, judgeable_runs
+from tipbench.judge._candidates import fetch_candidates
 from tipbench.judge._export import (
     ExportResult,
     carry_over,
@@ -16,19 +15,15 @@ from tipbench.judge._export import (
     previous_judge_file,
 )
 from tipbench.judge._file import CandidateScores
-from tipbench.judge._scores import Scores, decode_scores, scores_tag
 from tipbench.suite import CRITERIA, SCORE_NAMES
-from tipbench.tracking import TrackingStore
-
-if TYPE_CHECKING:
-    from mlflow.entities import Run
+from tipbench.tracking import CellRun, Scores, TrackingStore
 
 
 @dataclass(frozen=True)
 class ScoredPair:
     """One candidate scored by both tiers."""
 
-    run: Run
+    run: CellRun
     candidate_id: str
     human: Scores
     auto: Scores
@@ -43,9 +38,8 @@ def scored_pairs(store: TrackingStore, experiment: str) -> list[ScoredPair]:
     """Every candidate of the experiment that both tiers have scored (one search)."""
     experiment_id = store.experiment_id(experiment)
     pairs = []
-    for run in judgeable_runs(store, experiment_id):
-        human = decode_scores(run.data.tags.get(scores_tag("human")))
-        auto = decode_scores(run.data.tags.get(scores_tag("auto")))
+    for run in store.cell_runs(experiment_id, judgeable=True):
+        human, auto = run.scores("human"), run.scores("auto")
         pairs += [ScoredPair(run, cid, human[cid], auto[cid]) for cid in human if cid in auto]
     return pairs
 
@@ -84,7 +78,7 @@ def export_disagreements(
     pairs = [p for p in scored_pairs(store, experiment) if p.difference() > delta]
     by_run: dict[str, list[ScoredPair]] = {}
     for pair in pairs:
-        by_run.setdefault(pair.run.info.run_id, []).append(pair)
+        by_run.setdefault(pair.run.run_id, []).append(pair)
     runs = [pairs_of[0].run for pairs_of in by_run.values()]
     cells = fetch_candidates(store, runs)
     if not reveal and seed is None:

@@ -80,8 +80,8 @@ def _judged_prompt(
 ) -> PromptVersion:
     """The suite's prompt version, checked against the template the runs were made with."""
     prompt = load_suite(suite).prompt(version)
-    clause = f"tags.`{KIND_TAG}` = 'cell' AND params.prompt_version = '{version}'"
-    judged = {run.data.tags.get("prompt_hash") for run in store.search(experiment_id, clause)}
+    runs = store.cell_runs(experiment_id, prompt_version=version)
+    judged = {run.prompt_hash for run in runs}
     if prompt.template_hash not in judged:
         raise ConfigError(
             f"prompt {version} of the suite is not the template that was judged "

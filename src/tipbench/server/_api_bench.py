@@ -9,10 +9,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from tipbench.compare import DEFAULT_MIN_SCENARIOS, leaderboards_for, to_json
-from tipbench.judge import TIERS, Tier
 from tipbench.server._coalesce import Coalescer
 from tipbench.server._deps import ExperimentName, Store
-from tipbench.tracking import KIND_CELL, KIND_TAG
+from tipbench.tracking import TIERS, Tier, metric_name
 
 router = APIRouter(prefix="/api/bench", tags=["bench"])
 
@@ -53,22 +52,21 @@ def list_experiments(store: Store) -> list[Experiment]:
 def list_runs(experiment: ExperimentName, store: Store) -> list[CellRunSummary]:
     """The cell runs of an experiment, with their status and composite scores."""
     experiment_id = store.experiment_id(experiment)
-    runs = store.search(experiment_id, f"tags.`{KIND_TAG}` = '{KIND_CELL}'")
     return [
         CellRunSummary(
-            run_id=run.info.run_id,
-            name=run.info.run_name or "",
-            model=run.data.params.get("model", ""),
-            prompt_version=run.data.params.get("prompt_version", ""),
-            scenario_id=run.data.params.get("scenario_id", ""),
-            status=run.info.status,
-            cell_status=run.data.tags.get("cell_status", ""),
-            judge_pending=run.data.tags.get("judge_pending") == "true",
-            composite=run.data.metrics.get("composite"),
-            auto_composite=run.data.metrics.get("auto_composite"),
-            error=run.data.tags.get("error"),
+            run_id=run.run_id,
+            name=run.name,
+            model=run.model,
+            prompt_version=run.prompt_version,
+            scenario_id=run.scenario_id,
+            status=run.status,
+            cell_status=run.cell_status,
+            judge_pending=run.judge_pending,
+            composite=run.metrics.get(metric_name("human", "composite")),
+            auto_composite=run.metrics.get(metric_name("auto", "composite")),
+            error=run.error,
         )
-        for run in runs
+        for run in store.cell_runs(experiment_id)
     ]
 
 

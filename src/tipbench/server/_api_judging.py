@@ -8,12 +8,8 @@ from datetime import UTC, datetime
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from tipbench.judge import PENDING_FILTER, apply_judgements, blind_order, judge_file_for
-from tipbench.judge._candidates import (
-    candidate_count,
-    fetch_candidates,
-    judgeable_runs,
-)
+from tipbench.judge import apply_judgements, blind_order, judge_file_for
+from tipbench.judge._candidates import fetch_candidates
 from tipbench.judge._file import Item, JudgeFile, RubricRef
 from tipbench.orchestration import announce_judged
 from tipbench.server._deps import ExperimentName, Store
@@ -21,8 +17,6 @@ from tipbench.suite import content_hash
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/bench/judging", tags=["judging"])
-
-PENDING = PENDING_FILTER
 
 
 def _page_seed(experiment: str) -> int:
@@ -57,10 +51,10 @@ def next_item(experiment: ExperimentName, store: Store, reveal: bool = False) ->
     experiment_id = store.experiment_id(experiment)
     seed = None if reveal else _page_seed(experiment)
     pending = sorted(
-        judgeable_runs(store, experiment_id, PENDING),
-        key=lambda r: (r.info.run_name or "") if seed is None else blind_order(seed, r.info.run_id),
+        store.cell_runs(experiment_id, pending=True),
+        key=lambda r: r.name if seed is None else blind_order(seed, r.run_id),
     )
-    remaining = sum(candidate_count(run) for run in pending)
+    remaining = sum(run.candidate_count for run in pending)
     if not pending:
         return NextItem(remaining_runs=0, remaining_candidates=0, rubric=None, item=None)
     first = pending[0]
@@ -87,11 +81,11 @@ def save_scores(experiment: ExperimentName, item: Item, store: Store, judge: str
     result = apply_judgements(store, experiment, judge_file, judge, source="scores")
     if result.applied and (warning := announce_judged(experiment, store.uri)):
         logger.warning("%s", warning)  # the scores are saved either way
-    pending = judgeable_runs(store, store.experiment_id(experiment), PENDING)
+    pending = store.cell_runs(store.experiment_id(experiment), pending=True)
     return Saved(
         applied=result.applied,
         unchanged=result.unchanged,
         incomplete=result.incomplete,
         remaining_runs=len(pending),
-        remaining_candidates=sum(candidate_count(run) for run in pending),
+        remaining_candidates=sum(run.candidate_count for run in pending),
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from tipbench._errors import TrackingError
+from tipbench.tracking._cell_run import KIND_TAG, CellRun, cell_filter
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -31,9 +31,8 @@ _MLFLOW_DEFAULTS = {
 # runs from SQLite in 5,000-run pages takes 5-10% longer; bench/leaderboard_scale.py).
 _PAGE_SIZE = 50_000
 
-# Tags that tell tipbench's runs apart.
-KIND_TAG = "tipbench.kind"
-KIND_CELL, KIND_COLLECTION = "cell", "collection"
+#: The kind of a collection's parent run (a cell run's layout: `_cell_run`).
+KIND_COLLECTION = "collection"
 
 
 def data_dir() -> Path:
@@ -62,15 +61,6 @@ def _artifact_root(uri: str) -> Path | None:
         return None
     # sqlite:///relative.db has path "/relative.db"; sqlite:////abs.db has "//abs.db"
     return Path(parsed.path[1:]).resolve().parent / "mlartifacts"
-
-
-@dataclass(frozen=True)
-class CellRun:
-    """What resume needs to know about an existing cell run."""
-
-    run_id: str
-    cell_key: str
-    finished: bool  # the run ended FINISHED with a successful cell
 
 
 class TrackingStore:
@@ -119,16 +109,24 @@ class TrackingStore:
             if not token:
                 return
 
-    def cell_runs(self, experiment_id: str) -> list[CellRun]:
-        """The cell runs of an experiment, finished or not."""
-        return [
-            CellRun(
-                run_id=run.info.run_id,
-                cell_key=run.data.tags.get("cell_key", ""),
-                finished=run.info.status == "FINISHED" and run.data.tags.get("cell_status") == "ok",
-            )
-            for run in self.search(experiment_id, f"tags.`{KIND_TAG}` = '{KIND_CELL}'")
-        ]
+    def cell_runs(
+        self,
+        experiment_id: str,
+        *,
+        judgeable: bool = False,
+        pending: bool = False,
+        prompt_version: str | None = None,
+    ) -> list[CellRun]:
+        """The experiment's cell runs: all, the judgeable ones, or those pending a human.
+
+        Args:
+            experiment_id: The experiment.
+            judgeable: Only runs with candidates (a successful cell).
+            pending: Only judgeable runs the human judge has not scored yet.
+            prompt_version: Only runs of this prompt version.
+        """
+        clause = cell_filter(judgeable=judgeable, pending=pending, prompt_version=prompt_version)
+        return [CellRun.of(run) for run in self.search(experiment_id, clause)]
 
     def open_parent(
         self, experiment_id: str, kind: str, key: str, name: str, params: dict[str, str]
