@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tipbench._errors import TrackingError
 from tipbench.compare._leaderboard import Leaderboard
 from tipbench.compare._render import to_csv, to_json, to_markdown
-from tipbench.tracking import KIND_TAG, TrackingStore, metric_name, short_error
+from tipbench.tracking import KIND_TAG, RunRecord, TrackingStore, metric_name, record_run
 
 KIND_LEADERBOARD = "leaderboard"
 PLOT_FILE = "leaderboard.png"
@@ -56,36 +51,19 @@ def log_leaderboard(
         TrackingError: If the store cannot be written.
         ValueError: If `boards` is empty.
     """
-    from mlflow.entities import Metric, RunTag
-
     if not boards:
         raise ValueError("no leaderboard to log")
     tags, metrics = _summary(boards)
-    now = int(time.time() * 1000)
-    client = store.client
-    run_id: str | None = None
-    try:
-        name = f"leaderboard {tags['tier']}"
-        run_id = str(client.create_run(experiment_id, start_time=now, run_name=name).info.run_id)
-        client.log_batch(
-            run_id,
-            metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
-            tags=[RunTag(k, v) for k, v in tags.items()],
-        )
-        with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
-            folder = Path(tmp)
-            (folder / "leaderboard.json").write_text(to_json(boards), encoding="utf-8")
-            (folder / "leaderboard.md").write_text(to_markdown(boards), encoding="utf-8")
-            (folder / "leaderboard.csv").write_text(to_csv(boards), encoding="utf-8")
-            if plot is not None:
-                shutil.copyfile(plot, folder / PLOT_FILE)
-            client.log_artifacts(run_id, tmp)
-        client.set_terminated(run_id, "FINISHED", end_time=int(time.time() * 1000))
-    except Exception as exc:
-        if run_id is not None:
-            with contextlib.suppress(Exception):
-                client.delete_run(run_id)
-        raise TrackingError(
-            f"cannot log the leaderboard to {store.uri}: {short_error(exc)}"
-        ) from None
-    return run_id
+    record = RunRecord(
+        run_name=f"leaderboard {tags['tier']}",
+        params={},
+        tags=tags,
+        metrics=metrics,
+        artifacts={
+            "leaderboard.json": to_json(boards),
+            "leaderboard.md": to_markdown(boards),
+            "leaderboard.csv": to_csv(boards),
+        },
+        files={PLOT_FILE: plot} if plot is not None else {},
+    )
+    return record_run(store, experiment_id, record, "the leaderboard")

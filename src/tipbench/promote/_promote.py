@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from tipbench.promote._registry import (
     promote_prompt,
 )
 from tipbench.suite import PromptVersion, load_suite
-from tipbench.tracking import KIND_TAG, TrackingStore, log_texts
+from tipbench.tracking import KIND_TAG, RunRecord, TrackingStore, record_run
 
 KIND_PROMOTION = "promotion"
 
@@ -99,9 +98,12 @@ def _record(
     *,
     dry_run: bool = False,
 ) -> str:
-    from mlflow.entities import RunTag
+    """Record the decision as one run of the experiment (or none: a failed write leaves none).
 
-    client = store.client
+    Raises:
+        TrackingError: The run could not be written (after a promotion, the message says
+            that the registry has moved all the same).
+    """
     outcome = ("would_promote" if dry_run else "promoted") if decision.promote else "refused"
     tags = {
         "dry_run": str(dry_run).lower(),
@@ -113,10 +115,15 @@ def _record(
     }
     if version is not None:
         tags[f"{PRODUCTION_ALIAS}_version"] = str(version)
-    name = f"promote dry run: {outcome}" if dry_run else f"promote {outcome}"
-    run = client.create_run(experiment_id, run_name=name)
-    run_id: str = run.info.run_id
-    client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-    log_texts(client, run_id, {"decision.json": json.dumps(decision.to_dict(), indent=2)})
-    client.set_terminated(run_id, end_time=int(time.time() * 1000))
-    return run_id
+    record = RunRecord(
+        run_name=f"promote dry run: {outcome}" if dry_run else f"promote {outcome}",
+        params={},
+        tags=tags,
+        metrics={},
+        artifacts={"decision.json": json.dumps(decision.to_dict(), indent=2)},
+    )
+    what = "the decision"
+    if version is not None:
+        alias = f"the '{PRODUCTION_ALIAS}' alias of {prompt_name}"
+        what += f" ({alias} already points at version {version})"
+    return record_run(store, experiment_id, record, what)

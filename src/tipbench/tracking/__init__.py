@@ -52,6 +52,7 @@ from tipbench.tracking._writer import (
     WriteFailure,
     WriteJob,
     log_texts,
+    record_run,
     write_run,
 )
 
@@ -96,6 +97,7 @@ __all__ = [
     "judged_by_tag",
     "log_texts",
     "metric_name",
+    "record_run",
     "resolve_tracking_uri",
     "run_metrics",
     "score_fields",

@@ -1,14 +1,18 @@
-"""A background writer: MLflow calls cost tens of milliseconds, so they run off the hot path.
+"""Writing runs: `write_run`, the one writer of a whole run (or none, after a failure), and a
+background writer that keeps MLflow off the hot path.
 
-Generation (or judging) hands finished work to `BackgroundWriter.submit` and goes on; a
-worker thread performs the MLflow writes in submission order. A failed write is retried,
-then recorded: it never stops the grid.
+MLflow calls cost tens of milliseconds, so generation (or judging) hands finished work to
+`BackgroundWriter.submit` and goes on; a worker thread performs the MLflow writes in
+submission order. A failed write is retried, then recorded: it never stops the grid.
+`record_run` writes one run now, for a command that records what it did (a leaderboard,
+a promotion decision), and reports a failure as one line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
+import shutil
 import tempfile
 import threading
 import time
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tipbench._errors import TrackingError
 from tipbench.tracking._store import TrackingStore, short_error
 
 if TYPE_CHECKING:
@@ -36,6 +41,7 @@ class RunRecord:
     tags: dict[str, str]
     metrics: dict[str, float]
     artifacts: dict[str, str]  # file name -> text
+    files: dict[str, Path] = field(default_factory=dict)  # file name -> a file to copy as is
     status: str = "FINISHED"  # or "FAILED"
     start_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     end_ms: int = field(default_factory=lambda: int(time.time() * 1000))
@@ -82,13 +88,20 @@ class BackgroundWriter:
                         time.sleep(0.5 * attempt)
 
 
-def log_texts(client: MlflowClient, run_id: str, files: dict[str, str]) -> None:
-    """Log text files as artifacts of a run, in one `log_artifacts` call."""
+def log_texts(
+    client: MlflowClient, run_id: str, files: dict[str, str], copies: dict[str, Path] | None = None
+) -> None:
+    """Log text files (and `copies` of files, as they are) as artifacts of a run, in one
+    `log_artifacts` call."""
     with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
         for name, text in files.items():
             path = Path(tmp) / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+        for name, source in (copies or {}).items():
+            path = Path(tmp) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, path)
         client.log_artifacts(run_id, tmp)
 
 
@@ -114,10 +127,22 @@ def write_run(
             metrics=[Metric(k, float(v), record.end_ms, 0) for k, v in record.metrics.items()],
             params=[Param(k, v) for k, v in record.params.items()],
         )
-        log_texts(client, run_id, record.artifacts)
+        log_texts(client, run_id, record.artifacts, record.files)
         client.set_terminated(run_id, status=record.status, end_time=record.end_ms)
     except BaseException:
         with contextlib.suppress(Exception):  # leave no half-written run behind
             client.delete_run(run_id)
         raise
     return run_id
+
+
+def record_run(store: TrackingStore, experiment_id: str, record: RunRecord, what: str) -> str:
+    """Write one complete run now (or none) and return its id.
+
+    Raises:
+        TrackingError: naming `what` could not be recorded, in one line.
+    """
+    try:
+        return write_run(store.client, experiment_id, record)
+    except Exception as exc:
+        raise TrackingError(f"cannot record {what} at {store.uri}: {short_error(exc)}") from None
