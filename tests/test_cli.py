@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from support.cli import assert_one_line_error, tipbench
 from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import free_port
 from tipbench.suite import bundled_suite_path
-
-
-def tipbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tipbench.cli", *args],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *expected: str) -> None:
-    assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for text in expected:
-        assert text in errors[0]
 
 
 def test_unknown_prompt_version_writes_nothing(sqlite_uri: str) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from matplotlib.image import imread
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from support.cli import tipbench
 from support.judged_experiment import ALPHA, BETA, GAMMA, JudgedExperiment, make_judged_experiment
 from support.judged_runs import JudgedCell, write_cells
 from support.servers import MlflowServer
@@ -172,10 +171,7 @@ def test_bad_input_is_one_line_and_exit_2(sqlite_uri: str) -> None:
         (["--experiment", "exists", "--tier", "crowd"], "'crowd' is not one of"),
         (["--experiment", "exists", "--min-scenarios", "0"], "0 is not in the range x>=1"),
     ):
-        result = subprocess.run(
-            [sys.executable, "-m", "tipbench.cli", "compare", "--tracking-uri", sqlite_uri, *args],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        result = tipbench("compare", "--tracking-uri", sqlite_uri, *args)
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr
         assert expected in result.stderr

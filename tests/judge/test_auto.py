@@ -10,8 +10,6 @@ chat request, and injects faults (HTTP errors, unparsable answers).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from support.cli import assert_one_line_error, tipbench
 from support.ollama_server import FakeOllama, ModelEntry
 from tipbench import ConfigError, ModelTooLarge
 from tipbench.backends import GenerationRequest, RetryPolicy
@@ -274,21 +273,6 @@ def test_parse_scores_accepts_only_complete_in_range_answers(
 
 
 # -- the command line ---------------------------------------------------------------------
-
-
-def tipbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tipbench.cli", *args], capture_output=True, text=True, timeout=600
-    )
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *expected: str) -> None:
-    assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for text in expected:
-        assert text in errors[0]
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from mlflow import MlflowClient
 
 from support.cells import record_cells
+from support.cli import assert_one_line_error, tipbench
 from tipbench import ConfigError
 from tipbench.judge import apply_judge_file, export_pending, json_schema
 from tipbench.tracking import TrackingStore
@@ -183,27 +183,25 @@ def test_bad_files_are_refused_whole(
 def test_cli_round_trip_and_one_line_error(
     sqlite_uri: str, experiment: str, tmp_path: Path
 ) -> None:
-    def tipbench(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "tipbench.cli", "judge", *args, "--experiment", experiment,
-             "--tracking-uri", sqlite_uri],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+    def judge(*args: str) -> subprocess.CompletedProcess[str]:
+        return tipbench("judge", *args, "--experiment", experiment, "--tracking-uri", sqlite_uri)
 
     record_cells(sqlite_uri, experiment)
     out = tmp_path / "judge.json"
-    exported = tipbench("export", "--out", str(out))
+    exported = judge("export", "--out", str(out))
     assert exported.returncode == 0 and "exported 2 runs (4 candidates)" in exported.stdout
     data = json.loads(out.read_text())
     score_all(data)
     save(data, out)
-    applied = tipbench("apply", str(out), "--judge", "bob")
+    applied = judge("apply", str(out), "--judge", "bob")
     assert applied.returncode == 0, applied.stderr
     assert "applied 2 runs, 0 unchanged, 0 not completely scored yet" in applied.stdout
 
     out.write_text('{"schema_version": 1, "items": [')
-    broken = tipbench("apply", str(out))
-    assert broken.returncode == 2
-    assert broken.stderr.strip().splitlines() == [
-        f"error: {out}: not valid JSON at line 1 column 33 (truncated or edited badly?)"
-    ]
+    broken = judge("apply", str(out))
+    error = assert_one_line_error(broken, f"{out}: not valid JSON at line 1 column 33")
+    assert (
+        broken.stderr.strip()
+        == error
+        == (f"error: {out}: not valid JSON at line 1 column 33 (truncated or edited badly?)")
+    )

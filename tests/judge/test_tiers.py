@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import krippendorff
@@ -12,6 +10,7 @@ from mlflow import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
 from support.cells import record_cells
+from support.cli import tipbench
 from tipbench.judge import Scores, apply_judge_file, export_disagreements
 from tipbench.judge._record import record_scores
 from tipbench.tracking import TrackingStore
@@ -35,11 +34,11 @@ def judged_store(uri: str, experiment: str) -> list[str]:
 
 def test_agreement_matches_reference_implementations(sqlite_uri: str, experiment: str) -> None:
     judged_store(sqlite_uri, experiment)
-    result = subprocess.run(
-        [sys.executable, "-m", "tipbench.cli", "judge", "agreement", "--experiment", experiment,
-         "--tracking-uri", sqlite_uri, "--format", "json"],
-        capture_output=True, text=True, timeout=120, check=True,
+    result = tipbench(
+        "judge", "agreement", "--experiment", experiment, "--tracking-uri", sqlite_uri,
+        "--format", "json",
     )  # fmt: skip
+    assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["candidates"] == 4
     for index, name in enumerate(("relevance", "actionability", "tone")):

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from support.cli import tipbench
 from support.servers import MlflowServer
 from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
-
-
-def tipbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tipbench.cli", *args], capture_output=True, text=True, timeout=900
-    )
 
 
 def test_run_then_resume_then_judge_by_hand(
@@ -84,5 +77,9 @@ def test_run_then_resume_then_judge_by_hand(
     decision = tipbench(
         "promote", "--experiment", experiment, "--tracking-uri", mlflow_server.url,
     )  # fmt: skip
-    assert decision.returncode in (0, 3)
+    # Nothing is in production on this store; both tiers rank both prompts on 3 scenarios,
+    # and on 3 pairs no difference can be significant (p >= 2/8), so the automatic tier
+    # either ranks v2-mentor first or ties it with its leader: the gate passes.
+    assert decision.returncode == 0, decision.stdout + decision.stderr
+    assert decision.stdout.startswith("PROMOTE llamacpp:smollm2-135m|v2-mentor"), decision.stdout
     assert "dry run: nothing changed" in decision.stdout

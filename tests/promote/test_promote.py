@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from support.cli import tipbench
 from support.judged_runs import JudgedCell, uniform, write_cells
 from tipbench import ConfigError
 from tipbench.promote import production_prompt, promote, promote_prompt
@@ -40,11 +39,9 @@ def judged(
 
 
 def cli(uri: str, experiment: str, *args: str) -> tuple[int, dict[str, object]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "tipbench.cli", "promote", "--experiment", experiment,
-         "--tracking-uri", uri, "--format", "json", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    result = tipbench(
+        "promote", "--experiment", experiment, "--tracking-uri", uri, "--format", "json", *args
+    )
     assert result.stderr == "" or "error" not in result.stderr, result.stderr
     return result.returncode, json.loads(result.stdout)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from support.cli import tipbench
 from support.judged_runs import JudgedCell, uniform, write_cells
 from tipbench.server import _api_bench, create_app
 from tipbench.tracking import TrackingStore
@@ -50,11 +49,11 @@ def test_leaderboard_equals_compare_json(seeded: str) -> None:
     for tier in ("human", "auto", "both"):
         api = client.get(f"/api/bench/leaderboard/tip-bench-api?tier={tier}", headers=AUTH)
         assert api.status_code == 200
-        cli = subprocess.run(
-            [sys.executable, "-m", "tipbench.cli", "compare", "--experiment", "tip-bench-api",
-             "--tier", tier, "--format", "json", "--no-log", "--tracking-uri", seeded],
-            capture_output=True, text=True, timeout=120, check=True,
+        cli = tipbench(
+            "compare", "--experiment", "tip-bench-api", "--tier", tier, "--format", "json",
+            "--no-log", "--tracking-uri", seeded,
         )  # fmt: skip
+        assert cli.returncode == 0, cli.stderr
         assert without_time(api.json()) == without_time(json.loads(cli.stdout))
 
 

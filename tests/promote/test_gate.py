@@ -1,0 +1,111 @@
+"""`decide()`, the promotion gate, on leaderboards built in memory: every way it refuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from support.judged_runs import uniform
+from tipbench.compare import Leaderboard, build_leaderboard
+from tipbench.promote import DEFAULT_MARGIN, ProductionPrompt, decide
+from tipbench.suite import load_suite
+from tipbench.tracking import CellRun, run_metrics
+
+MODEL = "ollama:qwen2.5:1.5b"
+SCENARIOS = [s.id for s in load_suite().scenarios]  # 8
+V1, V2 = "v1", "v2-mentor"
+
+
+def boards(
+    human: dict[str, int], auto: dict[str, int], n: int = 8, n_auto: int | None = None
+) -> tuple[Leaderboard, Leaderboard]:
+    """Per prompt, every one of `n` scenarios scored with the given composite by each tier
+    (the automatic tier on `n_auto` scenarios, if given)."""
+    runs = [
+        CellRun(
+            MODEL,
+            prompt,
+            scenario,
+            metrics=run_metrics("human", uniform(human[prompt]))
+            | (run_metrics("auto", uniform(auto[prompt])) if i < (n_auto or n) else {}),
+        )
+        for prompt in human
+        for i, scenario in enumerate(SCENARIOS[:n])
+    ]
+    return build_leaderboard(runs, "human"), build_leaderboard(runs, "auto")
+
+
+def in_production(prompt_version: str) -> ProductionPrompt:
+    return ProductionPrompt("tipbench-tips", 1, prompt_version, "a-template-hash")
+
+
+@dataclass(frozen=True)
+class Case:
+    human: dict[str, int]
+    auto: dict[str, int]
+    production: str | None = None
+    n: int = 8
+    n_auto: int | None = None
+    margin: float = DEFAULT_MARGIN
+    failing: tuple[str, ...] = ()  # the checks that refuse; none: promoted
+    reason: str = ""
+
+
+CASES = {
+    "first promotion": Case({V1: 9, V2: 13}, {V1: 8, V2: 12}, reason="nothing is in production"),
+    "too few human-judged scenarios": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, n=2,
+        failing=("enough judged",), reason="no cell has 3+ human-judged scenarios",
+    ),
+    "too few auto-judged scenarios": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, n_auto=2,
+        failing=("enough judged", "tiers agree"), reason="2 auto-judged scenarios, 3 needed",
+    ),
+    "the automatic tier disagrees on the leader": Case(
+        {V1: 9, V2: 13}, {V1: 14, V2: 10},
+        failing=("tiers agree",), reason="#2, significantly behind",
+    ),
+    "the automatic tier ties the leader with its own": Case(
+        {V1: 9, V2: 13}, {V1: 12, V2: 12}, reason="ties",
+    ),
+    "already in production": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, production=V2,
+        failing=("beats production",), reason="v2-mentor is already in production",
+    ),
+    "nothing to compare with": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, production="v3-few-shot",
+        failing=("beats production",), reason="nothing to compare with",
+    ),
+    "below the margin": Case(
+        {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, margin=2,
+        failing=("beats production",), reason="below the margin 2",
+    ),
+    "not significant": Case(
+        {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, n=3,
+        failing=("beats production",), reason="not significant",  # 3 pairs: p = 2/8 at best
+    ),
+    "the automatic tier sees no gain over production": Case(
+        {V1: 12, V2: 13}, {V1: 12, V2: 12}, production=V1,
+        failing=("beats production",), reason="the auto tier disagrees (+0.00)",
+    ),
+    "beats production in both tiers": Case(
+        {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, reason="auto gain +1.00",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_decide(case: Case) -> None:
+    human, auto = boards(case.human, case.auto, case.n, case.n_auto)
+    production = in_production(case.production) if case.production else None
+
+    decision = decide(human, auto, production, case.margin)
+
+    assert decision.promote is not case.failing
+    assert tuple(check.name for check in decision.checks if not check.passed) == case.failing
+    reasons = " | ".join(check.reason for check in decision.checks)
+    assert case.reason in reasons
+    assert decision.production == case.production
+    if decision.model is not None:  # the candidate is the human leader
+        assert (decision.model, decision.prompt_version) == (MODEL, human.rows[0].prompt_version)
