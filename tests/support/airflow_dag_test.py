@@ -40,9 +40,7 @@ def main() -> None:
                 XComModel.key == "return_value",
             )
         )
-        xcoms = {
-            name(row.task_id, row.map_index): XComModel.deserialize_value(row) for row in rows
-        }
+        xcoms = {name(row.task_id, row.map_index): XComModel.deserialize_value(row) for row in rows}
     print(json.dumps({"state": str(run.state), "tasks": tasks, "xcoms": xcoms}, default=str))
 
 

@@ -24,7 +24,7 @@ from pydantic import SecretStr
 from tipbench._errors import ConfigError, TipbenchError
 
 URL_VARIABLE = "TIPBENCH_AIRFLOW_URL"
-_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+_TIMEOUT = httpx.Timeout(30.0, connect=5.0)  # a busy API server answers slowly
 
 
 class AirflowError(TipbenchError):
@@ -42,6 +42,8 @@ class TaskInstance:
     task_id: str
     map_index: int
     state: str | None
+    try_number: int = 0
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -116,9 +118,22 @@ class AirflowClient:
         """Every task instance of the run, mapped ones with their map index."""
         data = self._call("GET", f"{self._run_path(dag_id, run_id)}/taskInstances")
         return [
-            TaskInstance(str(ti["task_id"]), int(ti.get("map_index", -1)), ti.get("state"))
+            TaskInstance(
+                str(ti["task_id"]),
+                int(ti.get("map_index", -1)),
+                ti.get("state"),
+                int(ti.get("try_number") or 0),
+                str(ti.get("id", "")),
+            )
             for ti in data["task_instances"]
         ]
+
+    def dag_runs(self, dag_id: str) -> list[tuple[str, str]]:
+        """The runs of `dag_id` as (run id, state), newest first."""
+        data = self._call(
+            "GET", f"/api/v2/dags/{quote(dag_id)}/dagRuns", params={"order_by": "-run_after"}
+        )
+        return [(str(run["dag_run_id"]), str(run["state"])) for run in data["dag_runs"]]
 
     def fail_run(self, dag_id: str, run_id: str) -> None:
         """Mark the run failed: Airflow stops its running tasks and schedules no more."""

@@ -1,0 +1,292 @@
+"""tipbench's DAGs on a real Airflow: `airflow standalone` started here on loopback.
+
+The scheduler, dag processor, API server and LocalExecutor run with a SQLite metadata
+database in a temporary AIRFLOW_HOME, with the DAGs installed by `tipbench airflow
+install-dags`. Models are served by `support.ollama_server`, a protocol server that follows
+Ollama's documented native API (real Ollama cannot be installed here); runs are tracked in
+a real `mlflow server`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+from mlflow import MlflowClient
+from pydantic import SecretStr
+
+from support.airflow_home import AirflowHome, AirflowStandalone, task_process
+from support.ollama_server import FakeOllama, ModelEntry
+from support.servers import MlflowServer
+from tipbench.orchestration import (
+    AirflowClient,
+    AirflowError,
+    AirflowSettings,
+    AirflowUnavailable,
+)
+from tipbench.server import ServerSettings, create_app
+
+pytestmark = pytest.mark.slow
+
+QWEN, GEMMA = "qwen2.5:0.5b", "gemma3:1b"
+MODELS = {
+    QWEN: ModelEntry(parameter_count=494_032_768, parameter_size="494.03M", family="qwen2"),
+    GEMMA: ModelEntry(parameter_count=999_885_952, parameter_size="999.89M", family="gemma3"),
+}
+TOKEN = "airflow-test-admin-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStandalone]:
+    home = AirflowHome(tmp_path_factory.mktemp("airflow-standalone")).setup()
+    standalone = AirflowStandalone(home)
+    standalone.start(
+        TIPBENCH_HOME=str(home.root / "tipbench-home"), TIPBENCH_AIRFLOW_SLOT_WAIT_S="3"
+    )
+    try:
+        yield standalone
+    finally:
+        standalone.stop()
+
+
+@pytest.fixture
+def client(airflow: AirflowStandalone) -> Iterator[AirflowClient]:
+    settings = AirflowSettings(airflow.url, "admin", SecretStr(airflow.admin_password()))
+    api = AirflowClient(settings)
+
+    def parsed() -> bool | None:  # the dag processor has bagged both DAGs
+        try:
+            api.dag_runs("bench_collect")
+            api.dag_runs("bench_judged")
+        except AirflowError:
+            return None
+        return True
+
+    wait_for(parsed, 300, "the dag processor to parse tipbench's DAGs")
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def ollama() -> Iterator[FakeOllama]:
+    with FakeOllama(MODELS) as server:
+        yield server
+
+
+def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(AirflowUnavailable):  # a busy API server may time out
+            if (value := check()) is not None:
+                return value
+        time.sleep(2.0)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def finished(client: AirflowClient, dag_id: str, run_id: str) -> Callable[[], str | None]:
+    def check() -> str | None:
+        state = client.run_state(dag_id, run_id)
+        return state if state in ("success", "failed") else None
+
+    return check
+
+
+def cells(uri: str, experiment: str) -> list[object]:
+    exp = MlflowClient(uri).get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    return list(MlflowClient(uri).search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'"))
+
+
+def test_admin_api_runs_on_airflow_then_judge_apply_runs_bench_judged(
+    airflow: AirflowStandalone,
+    client: AirflowClient,
+    ollama: FakeOllama,
+    mlflow_server: MlflowServer,
+    experiment: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    password_file = write_password(tmp_path, airflow)
+    monkeypatch.setenv("TIPBENCH_AIRFLOW_URL", airflow.url)
+    monkeypatch.setenv("TIPBENCH_AIRFLOW_PASSWORD_FILE", str(password_file))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    settings = ServerSettings(admin_token=SecretStr(TOKEN), secure_cookies=False)
+    body = {
+        "models": f"ollama:{QWEN},ollama:{GEMMA}", "prompts": "v1", "n_scenarios": 1,
+        "n_tips": 2, "experiment": experiment, "ollama_url": ollama.url,
+    }  # fmt: skip
+    with TestClient(create_app(settings), headers=AUTH) as api:
+        started = api.post("/api/bench/run", json=body)
+        assert started.status_code == 202, started.text
+        job_id = started.json()["job_id"]
+        job = api.get(f"/api/bench/jobs/{job_id}").json()
+        assert job["state"] == "running" and job["dag_run_id"]
+        assert job["airflow_url"] == f"{airflow.url}/dags/bench_collect/runs/" + quote(
+            job["dag_run_id"], safe=""
+        )
+        assert client.run_state("bench_collect", job["dag_run_id"]) in ("queued", "running")
+
+        def job_done() -> dict[str, object] | None:
+            status = api.get(f"/api/bench/jobs/{job_id}").json()
+            return status if status["state"] not in ("queued", "running") else None
+
+        job = wait_for(job_done, 1200, "the job on Airflow")
+        assert job["state"] == "succeeded", (job, api.get(f"/api/bench/jobs/{job_id}/log").text)
+        assert (job["models_done"], job["models_total"]) == (2, 2)
+        log = api.get(f"/api/bench/jobs/{job_id}/log").text
+        assert "collect[0] success, collect[1] success" in log
+        assert airflow.admin_password() not in log
+        board = api.get(f"/api/bench/leaderboard/{experiment}", params={"tier": "auto"})
+        assert board.status_code == 200
+        assert {row["model"] for row in board.json()["rows"]} == {
+            f"ollama:{QWEN}",
+            f"ollama:{GEMMA}",
+        }
+    assert ollama.loads == {QWEN: 1, GEMMA: 1} and ollama.max_resident == 1
+    assert len(cells(mlflow_server.url, experiment)) == 2
+
+    # A human scores everything; `judge apply` tells Airflow, which runs bench_judged.
+    judge_file = tmp_path / "judge.json"
+    tipbench = [sys.executable, "-m", "tipbench.cli"]
+    store = ["--experiment", experiment, "--tracking-uri", mlflow_server.url]
+    exported = subprocess.run(
+        [*tipbench, "judge", "export", *store, "--out", str(judge_file), "--reveal"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    data = json.loads(judge_file.read_text())
+    for item in data["items"]:
+        for candidate in item["candidates"]:
+            good = item["model"] == f"ollama:{GEMMA}"
+            candidate["scores"].update(relevance=5 if good else 2, actionability=4, tone=4)
+    judge_file.write_text(json.dumps(data))
+    before = {run for run, _ in client.dag_runs("bench_judged")}
+    env = {
+        **os.environ,
+        "TIPBENCH_AIRFLOW_URL": airflow.url,
+        "TIPBENCH_AIRFLOW_PASSWORD_FILE": str(write_password(tmp_path, airflow)),
+    }
+    applied = subprocess.run(
+        [*tipbench, "judge", "apply", *store, str(judge_file)],
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    assert "applied 2 runs" in applied.stdout
+    assert "warning" not in applied.stderr
+    assert airflow.admin_password() not in applied.stdout + applied.stderr
+
+    def judged_run() -> str | None:
+        new = [(run, s) for run, s in client.dag_runs("bench_judged") if run not in before]
+        return new[0][0] if new else None
+
+    judged = wait_for(judged_run, 300, "a bench_judged run after judge apply")
+    state = wait_for(finished(client, "bench_judged", judged), 600, "bench_judged")
+    assert state == "success", airflow.log_tail()
+    mlflow = MlflowClient(mlflow_server.url)
+    exp = mlflow.get_experiment_by_name(experiment)
+    assert exp is not None
+    (decision,) = mlflow.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'promotion'")
+    assert decision.data.tags["dry_run"] == "true"
+    # one judged scenario is below the gate's minimum: a recorded refusal, nothing applied
+    assert decision.data.tags["decision"] == "refused"
+    assert "production_version" not in decision.data.tags
+    artifacts = {a.path for a in mlflow.list_artifacts(decision.info.run_id)}
+    assert "decision.json" in artifacts
+
+
+def write_password(folder: Path, airflow: AirflowStandalone) -> Path:
+    path = folder / "airflow-password"
+    path.write_text(airflow.admin_password())
+    path.chmod(0o600)
+    return path
+
+
+def test_a_collect_task_killed_mid_grid_is_retried_without_duplicates(
+    airflow: AirflowStandalone,
+    client: AirflowClient,
+    ollama: FakeOllama,
+    sqlite_uri: str,
+    experiment: str,
+) -> None:
+    ollama.delay_next(1.5, count=100)  # slow generations: the kill lands mid-grid
+    conf = {
+        "models": f"ollama:{QWEN}", "prompts": "v1,v2-mentor,v3-few-shot", "n_scenarios": 2,
+        "n_tips": 2, "experiment": experiment, "ollama_url": ollama.url,
+        "mlflow_url": sqlite_uri, "judge_model": f"ollama:{QWEN}",
+    }  # fmt: skip
+    run_id = client.trigger("bench_collect", conf)
+
+    def collecting() -> str | None:
+        (ti,) = [
+            t for t in client.task_instances("bench_collect", run_id) if t.task_id == "collect"
+        ] or [None]
+        if ti is None or ti.state != "running":
+            return None
+        recorded = len(cells(sqlite_uri, experiment))
+        return ti.id if 1 <= recorded < 6 else None
+
+    ti_id = wait_for(collecting, 600, "collect to be half-way")
+    pid = wait_for(lambda: task_process(ti_id), 30, "the collect task's process")
+    os.kill(pid, signal.SIGKILL)
+
+    state = wait_for(finished(client, "bench_collect", run_id), 900, "bench_collect")
+    assert state == "success", airflow.log_tail()
+    (collect,) = [
+        t for t in client.task_instances("bench_collect", run_id) if t.task_id == "collect"
+    ]
+    assert collect.try_number >= 2  # Airflow retried it
+    runs = cells(sqlite_uri, experiment)
+    keys = [r.data.tags["cell_key"] for r in runs]  # type: ignore[attr-defined]
+    assert len(runs) == 6 and len(set(keys)) == 6  # exactly one run per cell
+    assert all(r.info.status == "FINISHED" for r in runs)  # type: ignore[attr-defined]
+
+
+def test_cancelling_a_job_on_airflow_fails_its_dag_run(
+    airflow: AirflowStandalone,
+    client: AirflowClient,
+    ollama: FakeOllama,
+    sqlite_uri: str,
+    experiment: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ollama.delay_next(5.0, count=50)
+    monkeypatch.setenv("TIPBENCH_AIRFLOW_URL", airflow.url)
+    monkeypatch.setenv("TIPBENCH_AIRFLOW_PASSWORD_FILE", str(write_password(tmp_path, airflow)))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
+    settings = ServerSettings(admin_token=SecretStr(TOKEN), secure_cookies=False)
+    body = {"models": f"ollama:{QWEN}", "prompts": "v1,v2-mentor", "n_scenarios": 3,
+            "n_tips": 2, "experiment": experiment, "ollama_url": ollama.url}  # fmt: skip
+    with TestClient(create_app(settings), headers=AUTH) as api:
+        job_id = api.post("/api/bench/run", json=body).json()["job_id"]
+        run_id = api.get(f"/api/bench/jobs/{job_id}").json()["dag_run_id"]
+
+        def collecting() -> bool | None:
+            tasks = client.task_instances("bench_collect", run_id)
+            return (
+                True
+                if any(t.task_id == "collect" and t.state == "running" for t in tasks)
+                else None
+            )
+
+        wait_for(collecting, 600, "collect to start")
+        cancelled = api.post(f"/api/bench/jobs/{job_id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        assert cancelled.json()["state"] == "cancelled"
+        assert client.run_state("bench_collect", run_id) == "failed"
+        again = api.post(f"/api/bench/jobs/{job_id}/cancel")
+        assert again.status_code == 409
