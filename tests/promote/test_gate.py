@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import pytest
 
 from support.judged_runs import uniform
 from tipbench.compare import Leaderboard, build_leaderboard
+from tipbench.judge import JudgeCalibration
 from tipbench.promote import DEFAULT_MARGIN, ProductionPrompt, decide
 from tipbench.suite import load_suite
 from tipbench.tracking import CellRun, run_metrics
@@ -17,11 +19,29 @@ SCENARIOS = [s.id for s in load_suite().scenarios]  # 8
 V1, V2 = "v1", "v2-mentor"
 
 
+Calibrated = Literal["yes", "below", "never"]
+JUDGE = "ollama:qwen2.5:3b"
+
+
+def calibration(calibrated: Calibrated) -> JudgeCalibration:
+    """The automatic judge's calibration: κ 0.9 on every criterion, 0.3, or none at all."""
+    if calibrated == "never":
+        return JudgeCalibration(JUDGE, "tip-v1", 0.6)
+    kappa = 0.9 if calibrated == "yes" else 0.3
+    kappas = dict.fromkeys(("relevance", "actionability", "tone", "format_ok", "overlong"), kappa)
+    return JudgeCalibration(JUDGE, "tip-v1", 0.6, kappas, answered=35, tips=35)
+
+
 def boards(
-    human: dict[str, int], auto: dict[str, int], n: int = 8, n_auto: int | None = None
+    human: dict[str, int],
+    auto: dict[str, int],
+    n: int = 8,
+    n_auto: int | None = None,
+    calibrated: Calibrated = "yes",
 ) -> tuple[Leaderboard, Leaderboard]:
     """Per prompt, every one of `n` scenarios scored with the given composite by each tier
-    (the automatic tier on `n_auto` scenarios, if given)."""
+    (the automatic tier on `n_auto` scenarios, if given), the automatic judge calibrated or
+    not."""
     runs = [
         CellRun(
             MODEL,
@@ -33,7 +53,10 @@ def boards(
         for prompt in human
         for i, scenario in enumerate(SCENARIOS[:n])
     ]
-    return build_leaderboard(runs, "human"), build_leaderboard(runs, "auto")
+    auto_board = build_leaderboard(runs, "auto")
+    return build_leaderboard(runs, "human"), replace(
+        auto_board, calibration=(calibration(calibrated),)
+    )
 
 
 def in_production(prompt_version: str) -> ProductionPrompt:
@@ -48,6 +71,7 @@ class Case:
     n: int = 8
     n_auto: int | None = None
     margin: float = DEFAULT_MARGIN
+    calibrated: Calibrated = "yes"
     failing: tuple[str, ...] = ()  # the checks that refuse; none: promoted
     reason: str = ""
 
@@ -61,6 +85,17 @@ CASES = {
     "too few auto-judged scenarios": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, n_auto=2,
         failing=("enough judged", "tiers agree"), reason="2 auto-judged scenarios, 3 needed",
+    ),
+    "the automatic judge is calibrated below the threshold": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, calibrated="below",
+        failing=("judge calibrated", "tiers agree"),
+        reason="the automatic tier is not counted: judge ollama:qwen2.5:3b is NOT calibrated: "
+        "κ relevance 0.30, actionability 0.30, tone 0.30 on the calibration set, below the "
+        "threshold 0.60",
+    ),
+    "the automatic judge was never calibrated": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, calibrated="never",
+        failing=("judge calibrated", "tiers agree"), reason="never checked against",
     ),
     "the automatic tier disagrees on the leader": Case(
         {V1: 9, V2: 13}, {V1: 14, V2: 10},
@@ -97,7 +132,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_decide(case: Case) -> None:
-    human, auto = boards(case.human, case.auto, case.n, case.n_auto)
+    human, auto = boards(case.human, case.auto, case.n, case.n_auto, case.calibrated)
     production = in_production(case.production) if case.production else None
 
     decision = decide(human, auto, production, case.margin)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from support.calibrations import Answers, log_fake_calibration
 from support.cli import tipbench
-from support.judged_runs import JudgedCell, uniform, write_cells
+from support.judged_runs import AUTO_JUDGE, JudgedCell, uniform, write_cells
 from tipbench import ConfigError
 from tipbench.promote import production_prompt, promote, promote_prompt
 from tipbench.suite import load_suite
@@ -20,9 +21,19 @@ SCENARIOS = [s.id for s in load_suite().scenarios]  # 8
 
 
 def judged(
-    uri: str, experiment: str, human: dict[str, int], auto: dict[str, int], n: int = 8
+    uri: str,
+    experiment: str,
+    human: dict[str, int],
+    auto: dict[str, int],
+    n: int = 8,
+    judge: Answers | None = "echo",
 ) -> None:
-    """Per prompt version, every scenario scored with the given composite by each tier."""
+    """Per prompt version, every scenario scored with the given composite by each tier.
+
+    The automatic judge is calibrated as a judge answering `judge` would be (None: never).
+    """
+    if judge is not None:
+        log_fake_calibration(uri, AUTO_JUDGE, judge)
     store = TrackingStore(uri)
     experiment_id = store.experiment_id(experiment, create=True)
     cells = [
@@ -67,7 +78,9 @@ def test_first_promotion_dry_run_then_apply(sqlite_uri: str, experiment: str) ->
     assert record.data.tags["decision"] == "promoted"
     path = client.download_artifacts(record.info.run_id, "decision.json")
     evidence = json.loads(Path(path).read_text())
-    assert [c["passed"] for c in evidence["checks"]] == [True, True, True]
+    assert [c["passed"] for c in evidence["checks"]] == [True, True, True, True]
+    assert evidence["checks"][1]["name"] == "judge calibrated"
+    assert evidence["evidence"]["calibration"][0]["calibrated"] is True
     assert evidence["evidence"]["human"]["composite"] == 13
 
 
@@ -121,3 +134,42 @@ def test_a_changed_template_is_not_promoted(sqlite_uri: str, experiment: str) ->
     with pytest.raises(ConfigError, match="not the template that was judged"):
         promote(TrackingStore(sqlite_uri), experiment, apply=True)
     assert production_prompt(client, "tipbench-tips") is None
+
+
+@pytest.mark.parametrize("judge", [None, "constant"])
+def test_an_uncalibrated_automatic_tier_is_not_counted(
+    sqlite_uri: str, experiment: str, judge: Answers | None
+) -> None:
+    """Both tiers rank v2-mentor first, but the automatic judge is not evidence."""
+    judged(
+        sqlite_uri, experiment, {"v1": 9, "v2-mentor": 13}, {"v1": 8, "v2-mentor": 12}, judge=judge
+    )
+
+    result = tipbench("promote", "--experiment", experiment, "--tracking-uri", sqlite_uri)
+
+    assert result.returncode == 3, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"REFUSE {MODEL}|v2-mentor (production now: none)"
+    why = (
+        "never checked against the calibration set of rubric tip-v1"
+        if judge is None
+        else "κ relevance 0.00, actionability 0.00, tone 0.00 on the calibration set, "
+        "below the threshold 0.60"
+    )
+    assert lines[2] == (
+        f"  [ ] judge calibrated: the automatic tier is not counted: judge {AUTO_JUDGE} "
+        f"is NOT calibrated: {why}"
+        + (
+            f" (run: tipbench judge calibrate --judge-model {AUTO_JUDGE}); its scores are not "
+            "evidence"
+            if judge is None
+            else "; its scores are not evidence"
+        )
+    )
+    assert lines[3].startswith("  [ ] tiers agree: the automatic tier is not counted")
+    assert "both tiers rank" not in result.stdout
+
+    passing = tipbench(
+        "promote", "--experiment", experiment, "--tracking-uri", sqlite_uri, "--min-kappa", "-1"
+    )
+    assert (passing.returncode == 0) is (judge is not None), passing.stdout

@@ -33,6 +33,8 @@ from tipbench.tracking import (
 )
 
 JUDGED_AT = "2026-01-01T00:00:00+00:00"
+#: The automatic judge the fixture runs name (a model spec, as `judge auto` records it).
+AUTO_JUDGE = "openai:judge-fixture"
 
 
 @functools.cache
@@ -133,7 +135,7 @@ class JudgedCell:
         ).dump()
 
 
-_JUDGES: dict[Tier, str] = {"human": "judge-fixture", "auto": "auto-fixture"}
+_JUDGES: dict[Tier, str] = {"human": "judge-fixture", "auto": AUTO_JUDGE}
 
 
 def write_cells(

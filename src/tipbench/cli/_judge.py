@@ -13,6 +13,7 @@ from rich.table import Table
 
 from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
+from tipbench.cli._judge_calibrate import calibrate_command
 from tipbench.judge import (
     ExportResult,
     apply_judge_file,
@@ -31,6 +32,7 @@ def judge_group() -> None:
 
 
 judge_group.add_command(auto_command)
+judge_group.add_command(calibrate_command)
 
 
 reveal_option = click.option(

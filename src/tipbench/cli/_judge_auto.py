@@ -73,4 +73,6 @@ def report(result: AutoJudgeResult) -> None:
     for run, error in result.unwritten:
         out(f"  not written to MLflow (re-run to retry): {run}: {error}", err=True)
     out(f"judge model: {result.judge_model} (loaded {result.model_loads}×)")
+    for warning in result.warnings:
+        out(f"warning: {warning}", err=True)
     out(f"experiment '{result.experiment}' at {result.tracking_uri}")

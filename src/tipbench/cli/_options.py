@@ -9,6 +9,7 @@ import click
 from tipbench.backends import DEFAULT_OLLAMA_URL
 from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.compare import DEFAULT_MIN_SCENARIOS
+from tipbench.judge import DEFAULT_MIN_KAPPA
 
 experiment = click.option(
     "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
@@ -56,4 +57,11 @@ plot = click.option(
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Also draw the leaderboards as a PNG chart into this file.",
+)
+min_kappa = click.option(
+    "--min-kappa",
+    type=click.FloatRange(min=-1.0, max=1.0),
+    default=DEFAULT_MIN_KAPPA,
+    show_default=True,
+    help="Calibration κ each 1-5 criterion needs for the automatic judge to count.",
 )

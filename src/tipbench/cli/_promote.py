@@ -34,6 +34,7 @@ from tipbench.tracking import TrackingStore
     help="Composite points the winner must gain over the production prompt.",
 )
 @options.min_scenarios
+@options.min_kappa
 @options.suite
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @options.tracking_uri
@@ -43,6 +44,7 @@ def promote_command(
     prompt_name: str,
     margin: float,
     min_scenarios: int,
+    min_kappa: float,
     suite: str | None,
     fmt: str,
     tracking_uri: str | None,
@@ -59,6 +61,7 @@ def promote_command(
         margin=margin,
         min_scenarios=min_scenarios,
         suite=suite,
+        min_kappa=min_kappa,
     )
     decision = result.decision
     if fmt == "json":

@@ -67,6 +67,8 @@ def run_command(
     report_collect(result.collect)
     click.echo("== automatic judge")
     report_judge(result.auto)
+    for status in result.calibration:
+        click.echo(status.describe())
     click.echo("== human judge")
     export = result.export
     scored = f", {export.scored} already scored" if export.scored else ""

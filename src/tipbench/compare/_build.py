@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +29,8 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._stats import PairedComparison, bootstrap_mean_ci, paired_comparison, tied
+from tipbench.judge._calibration import DEFAULT_MIN_KAPPA
+from tipbench.judge._calibration_store import tier_calibration
 from tipbench.tracking import TIERS, CellRun, Tier, metric_name
 
 if TYPE_CHECKING:
@@ -210,17 +213,29 @@ def leaderboards_for(
     experiment: str,
     tiers: Sequence[Tier] = TIERS,
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
+    *,
+    suite: str | Path | None = None,
+    min_kappa: float = DEFAULT_MIN_KAPPA,
 ) -> list[Leaderboard]:
     """The leaderboards of an experiment for several tiers, from one search of its runs.
+
+    The automatic tier's leaderboard carries its judges' calibration (on the calibration
+    set of `suite`, bundled by default).
 
     Raises:
         TrackingError: If the experiment does not exist or the store cannot be read.
     """
     experiment_id = store.experiment_id(experiment)
     runs = store.cell_runs(experiment_id, judgeable=True)
-    return [
+    boards = [
         build_leaderboard(runs, tier, min_scenarios=min_scenarios, experiment=experiment)
         for tier in tiers
+    ]
+    return [
+        replace(board, calibration=tier_calibration(store, runs, suite, min_kappa))
+        if board.tier == "auto" and board.rows
+        else board
+        for board in boards
     ]
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tipbench.compare._stats import PairedComparison
+from tipbench.judge._calibration_store import JudgeCalibration
 from tipbench.suite import SCORE_NAMES
 from tipbench.tracking import Tier
 
@@ -122,6 +123,8 @@ class Leaderboard:
         generated_at: When the leaderboard was computed (ISO 8601, UTC).
         n_runs: Judged runs read.
         confidence: Confidence level of every interval.
+        calibration: For the automatic tier, each judge model's calibration: whether its
+            scores count as evidence, and why.
     """
 
     experiment: str
@@ -131,6 +134,7 @@ class Leaderboard:
     generated_at: str
     n_runs: int
     confidence: float = CONFIDENCE
+    calibration: tuple[JudgeCalibration, ...] = ()
 
     @property
     def leader(self) -> LeaderboardRow | None:
@@ -161,4 +165,9 @@ class Leaderboard:
             if leader is None
             else {"model": leader.model, "prompt_version": leader.prompt_version},
             "rows": [row.to_dict() for row in self.rows],
+            **(
+                {"calibration": [c.to_dict() for c in self.calibration]}
+                if self.tier == "auto"
+                else {}
+            ),
         }

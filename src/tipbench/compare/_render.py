@@ -87,6 +87,7 @@ def _notes(board: Leaderboard) -> list[str]:
     ]
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
+    notes += [status.describe() for status in board.calibration]
     return notes
 
 

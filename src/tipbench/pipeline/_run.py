@@ -20,6 +20,7 @@ from tipbench.judge import (
     AutoJudgeProgress,
     AutoJudgeResult,
     ExportResult,
+    JudgeCalibration,
     auto_judge,
     export_pending,
     previous_judge_file,
@@ -42,6 +43,11 @@ class PipelineResult:
     boards: list[Leaderboard]
     leaderboard_run: str | None = None
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def calibration(self) -> tuple[JudgeCalibration, ...]:
+        """Whether the automatic judge's scores count as evidence (one per judge model)."""
+        return next((board.calibration for board in self.boards if board.tier == "auto"), ())
 
     @property
     def exit_code(self) -> int:
@@ -78,7 +84,9 @@ def run_pipeline(
     store = TrackingStore(collected.tracking_uri)
     judged = judge_grid(store, config, judge_model, progress=judge_progress)
     exported = export_pending(store, config.experiment, export_path, reveal=reveal)
-    ranking = rank(store, config.experiment, min_scenarios=min_scenarios, plot=plot)
+    ranking = rank(
+        store, config.experiment, min_scenarios=min_scenarios, plot=plot, suite=config.suite
+    )
     result = PipelineResult(collected, judged, exported, ranking.boards, ranking.run_id)
     if ranking.warning:
         result.warnings.append(ranking.warning)
@@ -121,15 +129,17 @@ def rank(
     *,
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
     plot: Path | None = None,
+    suite: str | Path | None = None,
 ) -> Ranking:
     """Rank the experiment for both tiers and log the leaderboards that have rows.
 
     Logging is best effort: the boards are returned even when the store refuses the run.
+    The automatic tier's board carries its judges' calibration on `suite`'s calibration set.
 
     Raises:
         TrackingError: if the experiment cannot be read.
     """
-    boards = leaderboards_for(store, experiment, TIERS, min_scenarios)
+    boards = leaderboards_for(store, experiment, TIERS, min_scenarios, suite=suite)
     ranked = [board for board in boards if board.rows]
     if not ranked:
         return Ranking(boards)

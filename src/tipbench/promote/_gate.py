@@ -80,9 +80,11 @@ def decide(
 
     The candidate is the human leader (model, prompt). It is promoted only if:
     1. enough of it was judged: it is ranked (≥ min_scenarios) in both tiers;
-    2. both tiers put it first: the automatic tier ranks it first or statistically tied
+    2. the automatic tier counts: every judge behind it is calibrated (the leaderboard's
+       `calibration`); otherwise nothing confirms the human ranking;
+    3. both tiers put it first: the automatic tier ranks it first or statistically tied
        with its leader;
-    3. it beats production: on the same model, paired by scenario, the human tier's gain
+    4. it beats production: on the same model, paired by scenario, the human tier's gain
        over the production prompt is at least `margin` with p < `alpha`, and the automatic
        tier's gain is positive. With nothing in production yet, this check passes.
     """
@@ -94,7 +96,19 @@ def decide(
     model, prompt = leader.model, leader.prompt_version
     auto_row = _row(auto, model, prompt)
     evidence: dict[str, Any] = {"human": leader.to_dict(), "auto": auto_row and auto_row.to_dict()}
-    checks = [_enough(leader, auto_row, auto), _agree(leader, auto_row, auto)]
+    calibrated = _calibrated(auto)
+    evidence["calibration"] = [c.to_dict() for c in auto.calibration]
+    agree = (
+        _agree(leader, auto_row, auto)
+        if calibrated.passed
+        else Check(
+            "tiers agree",
+            False,
+            f"the automatic tier is not counted, so nothing confirms {leader.name} "
+            "(calibrate a better judge: tipbench judge calibrate --judge-model SPEC)",
+        )
+    )
+    checks = [_enough(leader, auto_row, auto), calibrated, agree]
     if production is None:
         checks.append(Check("beats production", True, "nothing is in production yet"))
     elif prod == prompt:
@@ -104,6 +118,20 @@ def decide(
         checks.append(check)
         evidence["vs_production"] = margins
     return Decision(model, prompt, prod, tuple(checks), evidence)
+
+
+def _calibrated(auto: Leaderboard) -> Check:
+    """The automatic tier counts only if every judge behind it is calibrated."""
+    if not auto.calibration:
+        return Check("judge calibrated", False, "no automatic scores: nothing to count")
+    failing = [c for c in auto.calibration if not c.calibrated]
+    if failing:
+        return Check(
+            "judge calibrated",
+            False,
+            "the automatic tier is not counted: " + "; ".join(c.describe() for c in failing),
+        )
+    return Check("judge calibrated", True, "; ".join(c.describe() for c in auto.calibration))
 
 
 def _enough(leader: LeaderboardRow, auto_row: LeaderboardRow | None, auto: Leaderboard) -> Check:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tipbench._errors import ConfigError
 from tipbench.compare import DEFAULT_MIN_SCENARIOS, leaderboards_for
-from tipbench.judge import TIERS
+from tipbench.judge import DEFAULT_MIN_KAPPA, TIERS
 from tipbench.promote._gate import DEFAULT_MARGIN, Decision, decide
 from tipbench.promote._registry import (
     DEFAULT_PROMPT_NAME,
@@ -40,19 +40,23 @@ def promote(
     margin: float = DEFAULT_MARGIN,
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
     suite: str | Path | None = None,
+    min_kappa: float = DEFAULT_MIN_KAPPA,
 ) -> PromotionResult:
     """Decide whether the winning prompt goes to production; with `apply`, act on it.
 
     A dry run (the default) only decides, and records the decision only with `record`
     (tagged `dry_run`). With `apply`, a passing decision registers the prompt in the MLflow
     Prompt Registry and moves the `production` alias to it; either way the decision is
-    recorded as a run of the experiment with its evidence.
+    recorded as a run of the experiment with its evidence. The automatic tier counts only if
+    its judge's calibration reaches `min_kappa` on every criterion.
 
     Raises:
         ConfigError: if the suite's template of the winner differs from the judged one.
         TrackingError: if the store or the registry cannot be used.
     """
-    human, auto = leaderboards_for(store, experiment, TIERS, min_scenarios)
+    human, auto = leaderboards_for(
+        store, experiment, TIERS, min_scenarios, suite=suite, min_kappa=min_kappa
+    )
     decision = decide(human, auto, production_prompt(store.client, prompt_name), margin)
     if not apply:
         if not record:
