@@ -17,8 +17,9 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from support.cli import tipbench
+from support.calibrations import log_fake_calibration
 from support.judged_experiment import ALPHA, BETA, GAMMA, JudgedExperiment, make_judged_experiment
-from support.judged_runs import JudgedCell, write_cells
+from support.judged_runs import AUTO_JUDGE, JudgedCell, write_cells
 from support.servers import MlflowServer
 from tipbench.cli import cli
 from tipbench.compare import KIND_LEADERBOARD, leaderboards_for
@@ -195,3 +196,23 @@ def test_against_a_real_mlflow_server(
         assert json.loads(logged.read_text()) == printed
         png = Path(client.download_artifacts(run.info.run_id, "leaderboard.png", tmp))
         assert png.read_bytes() == path.read_bytes()
+
+
+def test_the_automatic_leaderboard_shows_its_judges_calibration(
+    judged: JudgedExperiment,
+) -> None:
+    text = compare(judged).stdout
+    assert f"judge {AUTO_JUDGE} is NOT calibrated: never checked" in " ".join(text.split())
+    board = json.loads(compare(judged, "--format", "json").stdout)
+    assert "calibration" not in board["human"]
+    (status,) = board["auto"]["calibration"]
+    assert (status["judge_model"], status["calibrated"], status["kappa"]) == (
+        AUTO_JUDGE, False, None,
+    )  # fmt: skip
+
+    log_fake_calibration(judged.uri, AUTO_JUDGE, "echo")
+
+    (status,) = json.loads(compare(judged, "--format", "json").stdout)["auto"]["calibration"]
+    assert status["calibrated"] is True and status["kappa"]["tone"] == 1.0
+    text = " ".join(compare(judged).stdout.split())
+    assert f"judge {AUTO_JUDGE} is calibrated: κ relevance 1.00, actionability 1.00" in text

@@ -19,12 +19,22 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from support.cli import assert_one_line_error, tipbench
-from support.ollama_server import FakeOllama, ModelEntry
+from support.judged_runs import AUTO_JUDGE, JudgedCell, uniform, write_cells
+from support.ollama_server import GARBAGE, FakeOllama, ModelEntry
 from tipbench import ConfigError, ModelTooLarge
 from tipbench.backends import GenerationRequest, RetryPolicy
 from tipbench.backends._llamacpp import LlamaCppBackend
 from tipbench.collect import CollectConfig, collect
-from tipbench.judge import AutoJudgeResult, Scores, auto_judge, parse_scores, score_schema
+from tipbench.judge import (
+    ANSWERS_FILE,
+    AutoJudgeResult,
+    Scores,
+    auto_judge,
+    parse_scores,
+    score_schema,
+)
+from tipbench.judge._auto import constant_score_warnings
+from tipbench.judge._candidates import judgeable_runs
 from tipbench.judge._record import record_scores
 from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS, TrackingStore
@@ -209,6 +219,11 @@ def test_unparsable_answers_are_retried_then_recorded_and_resumed(
     runs = cell_runs(sqlite_uri, experiment)
     failed = runs.pop(failed_name)
     assert "unparsable judge output" in failed.data.tags["auto_judge_error"]
+    raw = raw_answers(sqlite_uri, failed)  # why it failed: the answers as the model gave them
+    assert raw["judge_model"] == f"ollama:{JUDGE}"
+    assert [(a["text"], a["temperature"]) for a in raw["candidates"]["c1"]] == [
+        (GARBAGE, 0), (GARBAGE, 0.3), (GARBAGE, 0.3),
+    ]  # fmt: skip
     assert "auto_scores" not in failed.data.tags and not AUTO_METRICS & set(failed.data.metrics)
     for run in runs.values():
         assert_auto_judged(sqlite_uri, run, f"ollama:{JUDGE}")
@@ -219,6 +234,45 @@ def test_unparsable_answers_are_retried_then_recorded_and_resumed(
     rerun = cell_runs(sqlite_uri, experiment)[failed_name]
     assert_auto_judged(sqlite_uri, rerun, f"ollama:{JUDGE}")
     assert json.loads(rerun.data.tags["auto_judge_resampled"]) == {"c1": [0.3, 43]}
+    raw = raw_answers(sqlite_uri, rerun)
+    assert raw["candidates"]["c1"][0]["text"] == GARBAGE
+    assert parse_scores(raw["candidates"]["c1"][1]["text"]) is not None
+    assert len(raw["candidates"]["c2"]) == 1
+
+
+def raw_answers(uri: str, run: Run) -> dict[str, Any]:
+    client = MlflowClient(uri)
+    path = client.download_artifacts(run.info.run_id, ANSWERS_FILE)
+    data: dict[str, Any] = json.loads(Path(path).read_text())
+    return data
+
+
+def test_a_judge_whose_scores_never_change_is_warned_about(
+    sqlite_uri: str, experiment: str
+) -> None:
+    store = TrackingStore(sqlite_uri)
+    experiment_id = store.experiment_id(experiment, create=True)
+    varied = {"c1": Scores(4, 1, 5, 1, 0), "c2": Scores(2, 1, 1, 1, 0)}
+    cells = [
+        JudgedCell("ollama:qwen2.5:1.5b", "v1", s.id, auto=uniform(5, n=3))
+        for s in load_suite().scenarios[:2]
+    ]
+    write_cells(store.client, experiment_id, cells)
+    runs = judgeable_runs(store, experiment_id)
+
+    assert constant_score_warnings(runs) == [
+        f"judge {AUTO_JUDGE} gave all 6 candidates relevance 1, actionability 1, tone 1: "
+        "its scores cannot tell them apart"
+    ]
+    write_cells(
+        store.client,
+        experiment_id,
+        [JudgedCell("ollama:qwen2.5:1.5b", "v2-mentor", "student-morning", auto=varied)],
+    )
+    assert constant_score_warnings(judgeable_runs(store, experiment_id)) == [
+        f"judge {AUTO_JUDGE} gave all 8 candidates actionability 1: "
+        "its scores cannot tell them apart"
+    ]
 
 
 def test_rejudge_writes_a_new_version(
