@@ -33,6 +33,8 @@ def test_run_then_resume_then_judge_by_hand(
     assert "6 runs: 0 already auto-judged, 6 judged (12 candidates), 0 failed" in out
     assert "6 runs (12 candidates) wait for the human judge" in out
     assert "auto judge" in out and "llamacpp:smollm2-135m" in out
+    # No calibration of the embedded judge exists: the summary says its scores are not evidence.
+    assert "judge llamacpp:smollm2-135m is NOT calibrated: never checked" in out
     assert chart.stat().st_size > 10_000
     client = MlflowClient(mlflow_server.url)
     exp = client.get_experiment_by_name(experiment)
@@ -77,9 +79,13 @@ def test_run_then_resume_then_judge_by_hand(
     decision = tipbench(
         "promote", "--experiment", experiment, "--tracking-uri", mlflow_server.url,
     )  # fmt: skip
-    # Nothing is in production on this store; both tiers rank both prompts on 3 scenarios,
-    # and on 3 pairs no difference can be significant (p >= 2/8), so the automatic tier
-    # either ranks v2-mentor first or ties it with its leader: the gate passes.
-    assert decision.returncode == 0, decision.stdout + decision.stderr
-    assert decision.stdout.startswith("PROMOTE llamacpp:smollm2-135m|v2-mentor"), decision.stdout
+    # Nothing is in production and the human tier ranks v2-mentor first, but the embedded
+    # judge was never calibrated: the gate does not count the automatic tier and says why.
+    assert decision.returncode == 3, decision.stdout + decision.stderr
+    assert decision.stdout.startswith("REFUSE llamacpp:smollm2-135m|v2-mentor"), decision.stdout
+    assert (
+        "  [ ] judge calibrated: the automatic tier is not counted: judge "
+        "llamacpp:smollm2-135m is NOT calibrated"
+    ) in decision.stdout
+    assert "both tiers rank" not in decision.stdout
     assert "dry run: nothing changed" in decision.stdout

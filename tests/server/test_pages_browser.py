@@ -160,6 +160,8 @@ def test_judging_page_scores_candidates_from_the_keyboard(
     page.get_by_label("Judged by").blur()  # remembered for the next visit
     first_run = _shown_run(page)
     assert first_run in run_ids
+    shown = page.locator("#run-info").inner_text()
+    assert "smollm2" not in shown and "prompt" not in shown  # blind judging
     shot(page, "judge")
 
     page.keyboard.press("Enter")  # nothing scored yet: refused, inline
