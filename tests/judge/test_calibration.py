@@ -148,8 +148,9 @@ def test_cli_calibrates_the_embedded_model_and_logs_it(sqlite_uri: str) -> None:
         capture_output=True, text=True, timeout=2900,
     )  # fmt: skip
 
+    print(result.stdout)  # the figures, for the record (pytest -rP shows them)
     assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = " ".join(result.stdout.split())  # rich wraps the title to the terminal's width
     tips = len(load_suite().calibration.tips)  # type: ignore[union-attr]
     assert "llamacpp:smollm2-135m on the calibration set of rubric tip-v1" in out
     assert "confusion (rows: agreed score, columns: the judge's score)" in out
