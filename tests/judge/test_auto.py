@@ -26,7 +26,6 @@ from tipbench.backends import GenerationRequest, RetryPolicy
 from tipbench.backends._llamacpp import LlamaCppBackend
 from tipbench.collect import CollectConfig, collect
 from tipbench.judge import (
-    ANSWERS_FILE,
     AutoJudgeResult,
     Scores,
     auto_judge,
@@ -34,10 +33,9 @@ from tipbench.judge import (
     score_schema,
 )
 from tipbench.judge._auto import constant_score_warnings
-from tipbench.judge._candidates import judgeable_runs
 from tipbench.judge._record import record_scores
 from tipbench.suite import load_suite
-from tipbench.tracking import CELL_RUNS, TrackingStore
+from tipbench.tracking import AUTO_ANSWERS_FILE, CELL_RUNS, TrackingStore
 
 WRITER, JUDGE, BIG = "qwen2.5:0.5b", "gemma3:1b", "llama3.1:8b"
 MODELS = {
@@ -242,7 +240,7 @@ def test_unparsable_answers_are_retried_then_recorded_and_resumed(
 
 def raw_answers(uri: str, run: Run) -> dict[str, Any]:
     client = MlflowClient(uri)
-    path = client.download_artifacts(run.info.run_id, ANSWERS_FILE)
+    path = client.download_artifacts(run.info.run_id, AUTO_ANSWERS_FILE)
     data: dict[str, Any] = json.loads(Path(path).read_text())
     return data
 
@@ -258,7 +256,7 @@ def test_a_judge_whose_scores_never_change_is_warned_about(
         for s in load_suite().scenarios[:2]
     ]
     write_cells(store.client, experiment_id, cells)
-    runs = judgeable_runs(store, experiment_id)
+    runs = store.cell_runs(experiment_id, judgeable=True)
 
     assert constant_score_warnings(runs) == [
         f"judge {AUTO_JUDGE} gave all 6 candidates relevance 1, actionability 1, tone 1: "
@@ -269,7 +267,7 @@ def test_a_judge_whose_scores_never_change_is_warned_about(
         experiment_id,
         [JudgedCell("ollama:qwen2.5:1.5b", "v2-mentor", "student-morning", auto=varied)],
     )
-    assert constant_score_warnings(judgeable_runs(store, experiment_id)) == [
+    assert constant_score_warnings(store.cell_runs(experiment_id, judgeable=True)) == [
         f"judge {AUTO_JUDGE} gave all 8 candidates actionability 1: "
         "its scores cannot tell them apart"
     ]
