@@ -16,8 +16,8 @@ from matplotlib.image import imread
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from support.cli import tipbench
 from support.calibrations import log_fake_calibration
+from support.cli import tipbench
 from support.judged_experiment import ALPHA, BETA, GAMMA, JudgedExperiment, make_judged_experiment
 from support.judged_runs import AUTO_JUDGE, JudgedCell, write_cells
 from support.servers import MlflowServer
