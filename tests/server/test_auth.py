@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
-from starlette.routing import Mount
+from starlette.routing import BaseRoute, Mount, Route
 
 from tipbench import ConfigError
 from tipbench.server import ServerSettings, create_app
@@ -28,19 +27,27 @@ def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> TestClient:
 
 
 def routes(client: TestClient) -> list[tuple[str, str]]:
-    """(method, concrete path) for every route the app serves, included routers too."""
-    found = []
-    for route in iter_route_contexts(client.app.routes):  # type: ignore[attr-defined]
-        if isinstance(route.original_route, Mount):
-            found.append(("GET", route.path + "/" + PARAMS["path"]))
-            continue
-        path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: PARAMS.get(m.group(1), "x"), route.path)
-        found += [(method, path) for method in sorted(route.methods or ()) if method != "HEAD"]
+    """(method, concrete path) for every route the app serves, mounted apps too."""
+    return list(_walk(client.app.routes, ""))  # type: ignore[attr-defined]
+
+
+def _walk(routes: list[BaseRoute], prefix: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for route in routes:
+        if isinstance(route, Mount):
+            inner = route.routes
+            found += _walk(inner, prefix + route.path) if inner else []
+            found.append(("GET", prefix + route.path + "/" + PARAMS["path"]))
+        elif isinstance(route, Route):
+            path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: PARAMS.get(m.group(1), "x"), route.path)
+            methods = sorted(route.methods or ())
+            found += [(method, prefix + path) for method in methods if method != "HEAD"]
     return found
 
 
 def refused(response_status: int, location: str | None) -> bool:
-    return response_status == 401 or (response_status == 303 and location == "/login")
+    """401, 429 (a client backing off after wrong tokens) or a redirect to the login page."""
+    return response_status in (401, 429) or (response_status == 303 and location == "/login")
 
 
 def test_every_route_refuses_without_credentials(client: TestClient) -> None:

@@ -119,3 +119,24 @@ class LlamaCppServer(ServerProcess):
             "--model", str(self.model_path), "--model_alias", self.alias,
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
         ]  # fmt: skip
+
+
+class TipbenchServer(ServerProcess):
+    """`tipbench serve` (the admin app and its job runner), configured by `env`."""
+
+    health_path = "/login"  # the one route that answers without a token
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        super().__init__(workdir)
+        self.env = env
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "tipbench.cli", "serve", "--port", str(self.port)]
+
+    def rss_peak_kib(self) -> int:
+        """The server process's peak resident memory so far (VmHWM), in KiB."""
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(
+            next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]
+        )

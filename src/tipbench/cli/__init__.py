@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from tipbench import __version__
 from tipbench._errors import TipbenchError
+from tipbench._redact import redact_text
 from tipbench.cli._airflow import airflow_group
 from tipbench.cli._collect import collect_command
 from tipbench.cli._compare import compare_command
@@ -56,8 +57,8 @@ def main() -> None:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "config"
         message = error["msg"].removeprefix("Value error, ")
-        click.echo(f"error: {field}: {message}", err=True)
+        click.echo(f"error: {field}: {redact_text(message)}", err=True)
         sys.exit(2)
     except TipbenchError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {redact_text(str(exc))}", err=True)
         sys.exit(2)

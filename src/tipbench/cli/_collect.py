@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tipbench._redact import redact_uri
 from tipbench.cli import _options as options
 from tipbench.cli._progress import CellProgress
 from tipbench.collect import (
@@ -101,10 +102,10 @@ def report(result: CollectResult) -> None:
         )
     loads = ", ".join(f"{m} ×{n}" for m, n in result.model_loads.items()) or "none"
     out(f"model loads: {loads}")
-    out(f"experiment '{result.experiment}' at {result.tracking_uri}")
+    out(f"experiment '{result.experiment}' at {redact_uri(result.tracking_uri)}")
     out(f"parent run: {result.parent_run_id}")
     if result.tracking_uri.startswith("sqlite:"):
-        out(f"look at it: mlflow ui --backend-store-uri {result.tracking_uri}")
+        out(f"look at it: mlflow ui --backend-store-uri {redact_uri(result.tracking_uri)}")
 
 
 @click.command("collect")

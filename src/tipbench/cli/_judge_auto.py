@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from tipbench._redact import redact_uri
 from tipbench.cli import _options as options
 from tipbench.cli._progress import JudgeProgress
 from tipbench.judge import DEFAULT_JUDGE_MODEL, AutoJudgeResult, auto_judge
@@ -75,4 +76,4 @@ def report(result: AutoJudgeResult) -> None:
     out(f"judge model: {result.judge_model} (loaded {result.model_loads}×)")
     for warning in result.warnings:
         out(f"warning: {warning}", err=True)
-    out(f"experiment '{result.experiment}' at {result.tracking_uri}")
+    out(f"experiment '{result.experiment}' at {redact_uri(result.tracking_uri)}")

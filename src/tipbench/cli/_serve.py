@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 
 import click
 
@@ -25,12 +27,19 @@ def serve_command(host: str, port: int) -> None:
         import uvicorn
 
         from tipbench.server import ServerSettings, create_app
+        from tipbench.server._access_log import redact_access_log
     except ImportError as exc:
         raise ConfigError(
             f"tipbench serve needs the 'serve' extra ({exc.name} is missing): "
             "pip install 'tipbench[serve]'"
         ) from None
+    os.umask(0o077)  # what the server and its jobs write (jobs, logs, store) is private
     app = create_app(ServerSettings())  # refuses to start without an admin token
-    click.echo(f"tipbench admin on http://{host}:{port} (API docs at /docs)", err=True)
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", workers=1)
+    redact_access_log()  # after uvicorn.Config, which sets up the loggers
+    click.echo(f"tipbench admin on http://{host}:{port} (API schema at /openapi.json)", err=True)
+    server = uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the signal it stopped on
-        uvicorn.run(app, host=host, port=port, log_level="info", workers=1)
+        server.run()
+    if not server.started:  # as uvicorn.run: the app or the socket failed to start
+        sys.exit(3)

@@ -159,7 +159,9 @@ def auto_judge(
     try:
         cells = fetch_candidates(store, pending)
     except Exception as exc:
-        raise TrackingError(f"cannot read candidates at {store.uri}: {short_error(exc)}") from None
+        raise TrackingError(
+            f"cannot read candidates at {store.shown_uri}: {short_error(exc)}"
+        ) from None
 
     judge = CandidateJudge(backend, rubric.text(), retry, progress)
     writer = BackgroundWriter(store)

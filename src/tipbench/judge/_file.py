@@ -20,8 +20,9 @@ from tipbench._errors import ConfigError
 from tipbench.tracking import Scores
 
 SCHEMA_VERSION: Literal[1] = 1
-Criterion = Annotated[int, Field(ge=1, le=5)]
-Flag = Annotated[int, Field(ge=0, le=1)]
+# Strict: `"5"`, `5.0` and `true` are not scores, in a file as through the API.
+Criterion = Annotated[int, Field(ge=1, le=5, strict=True)]
+Flag = Annotated[int, Field(ge=0, le=1, strict=True)]
 
 
 class JudgeFileError(ConfigError):

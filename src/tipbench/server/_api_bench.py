@@ -8,10 +8,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
+from tipbench._errors import TrackingError
 from tipbench.compare import DEFAULT_MIN_SCENARIOS, leaderboards_for, to_json
 from tipbench.server._coalesce import Coalescer
 from tipbench.server._deps import ExperimentName, Store
-from tipbench.tracking import TIERS, Tier, metric_name
+from tipbench.tracking import TIERS, Tier, metric_name, short_error
 
 router = APIRouter(prefix="/api/bench", tags=["bench"])
 
@@ -39,9 +40,14 @@ class CellRunSummary(BaseModel):
 @router.get("/experiments", response_model=list[Experiment])
 def list_experiments(store: Store) -> list[Experiment]:
     """The `tip-bench-*` experiments, most recently updated first."""
-    found = store.client.search_experiments(
-        filter_string="name LIKE 'tip-bench-%'", order_by=["last_update_time DESC"]
-    )
+    try:
+        found = store.client.search_experiments(
+            filter_string="name LIKE 'tip-bench-%'", order_by=["last_update_time DESC"]
+        )
+    except Exception as exc:  # the store is down: 503, as every other route answers
+        raise TrackingError(
+            f"cannot list experiments at {store.shown_uri}: {short_error(exc)}"
+        ) from None
     return [
         Experiment(name=e.name, experiment_id=e.experiment_id, last_update_time=e.last_update_time)
         for e in found

@@ -9,9 +9,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
+from tipbench.server._deps import Settings
 from tipbench.server._job_runner import JobRunner
 from tipbench.server._jobs import (
     FINISHED,
@@ -23,7 +25,7 @@ from tipbench.server._jobs import (
     JobStore,
 )
 from tipbench.server._run_request import RunRequest
-from tipbench.server._settings import ServerSettings
+from tipbench.server._settings import ServerSettings, same_uri
 from tipbench.tracking import TrackingStore, short_error
 
 logger = logging.getLogger(__name__)
@@ -142,8 +144,30 @@ def _job(runner: JobRunner, job_id: str) -> Job:
 
 
 @router.post("/run", status_code=202, response_model=JobCreated)
-def start_run(body: RunRequest, runner: Runner, response: Response) -> JobCreated:
-    """Queue `tipbench run` with this config; jobs run one at a time, oldest first."""
+def start_run(
+    body: RunRequest, runner: Runner, settings: Settings, response: Response
+) -> JobCreated:
+    """Queue `tipbench run` with this config; jobs run one at a time, oldest first.
+    422 for a tracking URI the server does not allow, 429 when the queue is full."""
+    if body.mlflow_url is not None and same_uri(body.mlflow_url) not in (
+        settings.allowed_tracking_uris
+    ):
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "mlflow_url"),
+                    "msg": "not a tracking URI this server allows: leave it out for the "
+                    "server's own store, or add it to TIPBENCH_TRACKING_URIS",
+                    "type": "tracking_uri_not_allowed",
+                }
+            ]
+        )
+    if (queued := runner.store.queued_count()) >= settings.max_queued_jobs:
+        raise HTTPException(
+            429,
+            f"{queued} jobs are already queued (the limit, TIPBENCH_MAX_QUEUED_JOBS): "
+            "wait for them to run or cancel some",
+        )
     job = runner.submit(body)
     response.headers["Location"] = f"/api/bench/jobs/{job.id}"
     return JobCreated(job_id=job.id, state=job.state)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from tipbench.judge import apply_judgements, blind_order, judge_file_for
@@ -17,6 +17,8 @@ from tipbench.suite import content_hash
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/bench/judging", tags=["judging"])
+
+JUDGE_NAME_MAX = 64  # the judging page's "Judged by" field has the same cap
 
 
 def _page_seed(experiment: str) -> int:
@@ -70,7 +72,14 @@ def next_item(experiment: ExperimentName, store: Store, reveal: bool = False) ->
 
 
 @router.post("/{experiment}/scores", response_model=Saved)
-def save_scores(experiment: ExperimentName, item: Item, store: Store, judge: str = "web") -> Saved:
+def save_scores(
+    experiment: ExperimentName,
+    item: Item,
+    store: Store,
+    judge: str = Query(
+        "web", min_length=1, max_length=JUDGE_NAME_MAX, pattern=r"^[^\x00-\x1f\x7f]+$"
+    ),
+) -> Saved:
     """Save one run's scores, validated exactly as `tipbench judge apply` validates a file."""
     judge_file = JudgeFile(
         experiment=experiment,

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from starlette.middleware.sessions import SessionMiddleware
 
 from tipbench._errors import ConfigError, TipbenchError, TrackingError
+from tipbench._redact import redact_text
 from tipbench.server import _api_bench, _api_jobs, _api_judging, _pages
-from tipbench.server._auth import require_admin
+from tipbench.server._auth import Backoff, require_admin
+from tipbench.server._sessions import SessionStore
 from tipbench.server._settings import ServerSettings
 
 SESSION_COOKIE = "tipbench_session"
@@ -28,12 +30,16 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app = FastAPI(
         title="tipbench admin API",
         version="1",
-        docs_url=None,  # served below, behind auth
+        docs_url=None,  # Swagger UI would load its assets from a CDN: /openapi.json only
         redoc_url=None,
         openapi_url=None,
         lifespan=_api_jobs.lifespan,  # the job runner
     )
     app.state.settings = settings
+    app.state.sessions = SessionStore(
+        settings.sessions_db, settings.session_secret.get_secret_value(), settings.session_max_age_s
+    )
+    app.state.backoff = Backoff()
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.session_secret.get_secret_value(),
@@ -52,15 +58,21 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def openapi() -> dict[str, Any]:
         return app.openapi()
 
-    @app.get("/docs", include_in_schema=False, dependencies=admin)
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="tipbench admin API")
-
     @app.exception_handler(TipbenchError)
     def tipbench_error(request: Request, exc: TipbenchError) -> JSONResponse:
         status = 422 if isinstance(exc, ConfigError) else 500
         if isinstance(exc, TrackingError):
             status = 404 if "no experiment" in str(exc) else 503
-        return JSONResponse({"detail": str(exc)}, status_code=status)
+        return JSONResponse({"detail": redact_text(str(exc))}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": [_shown(error) for error in exc.errors()]}, 422)
 
     return app
+
+
+def _shown(error: Any) -> dict[str, Any]:
+    """A validation error without the input it refused: an error body never echoes a
+    token, nor a value JSON cannot carry (NaN)."""
+    return {"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]}

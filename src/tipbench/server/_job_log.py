@@ -12,11 +12,14 @@ then its report (`== collect`, …) on stdout, and `error: …` on a bad input.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
+from tipbench._redact import redact_text
 from tipbench.server._jobs import Progress
 
 _STEP = re.compile(r"^\[(\d+)/(\d+)\] \S+( c\d+)?")
@@ -94,6 +97,11 @@ def progress_after(progress: Progress, line: str) -> Progress:
     return progress
 
 
+def open_log(path: Path) -> BinaryIO:
+    """A job's log opened for appending; created readable by its owner only (0600)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
 def read_log(path: Path, tail: int | None = None) -> str:
     """A job's log (its last `MAX_LOG_BYTES` at most), or its last `tail` lines."""
     try:
@@ -106,4 +114,4 @@ def read_log(path: Path, tail: int | None = None) -> str:
     if tail is not None:
         lines = text.splitlines(keepends=True)
         text = "".join(lines[-tail:])
-    return text
+    return redact_text(text)  # a URI a run printed with its credentials stays in the file

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tipbench.server._job_log import LogFollower, read_log
+from tipbench._redact import has_credentials, redact_text
+from tipbench.server._job_log import LogFollower, open_log, read_log
 from tipbench.server._jobs import Job, JobConflict, JobState, JobStore, now
-from tipbench.server._run_request import RunRequest, has_credentials
+from tipbench.server._run_request import RunRequest
 
 INTERRUPTED = "the server stopped while this job ran; resume it to finish"
 # The server's own secrets never reach a job's environment (nor, so, its log).
@@ -151,6 +152,7 @@ class JobRunner:
         finally:
             with self._lock:
                 self._current = None
+                error = None if error is None else redact_text(error)
                 self.store.finish(job.id, state, exit_code=exit_code, error=error)
 
     def _execute(self, job: Job) -> tuple[JobState, int | None, str | None]:
@@ -161,7 +163,7 @@ class JobRunner:
             field = ".".join(str(part) for part in first["loc"])
             return "failed", None, f"the job's config is no longer valid: {field}: {first['msg']}"
         command, env = self._command(request)
-        with job.log_path.open("ab") as log:
+        with open_log(job.log_path) as log:
             log.write(f"--- {now()} attempt {job.attempts}: {_quoted(command)}\n".encode())
             log.flush()
             follower = LogFollower(job.log_path, job.progress, offset=log.tell())
@@ -171,6 +173,7 @@ class JobRunner:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own group: cancel reaches every process of it
+                umask=0o077,  # what the job writes in $TIPBENCH_HOME is its owner's alone
                 cwd=self.home,
                 env=env,
             )

@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 
 from tipbench._errors import TipbenchError
 from tipbench.server._run_request import RunRequest
+from tipbench.tracking import private_dir
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled", "interrupted"]
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)
@@ -114,8 +115,9 @@ class JobStore:
     def __init__(self, path: Path, log_dir: Path) -> None:
         self.path = path
         self.log_dir = log_dir
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        private_dir(log_dir)
+        path.touch(mode=0o600, exist_ok=True)  # SQLite's -wal and -shm files copy its mode
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
@@ -172,6 +174,11 @@ class JobStore:
         with self._connect() as db:
             rows = db.execute("SELECT * FROM jobs ORDER BY rowid DESC LIMIT ?", (limit,))
             return [_job(row) for row in rows]
+
+    def queued_count(self) -> int:
+        """How many jobs wait in the queue."""
+        with self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0])
 
     def next_queued(self) -> Job | None:
         """The job that has waited longest in the queue."""

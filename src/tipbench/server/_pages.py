@@ -19,10 +19,14 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 
 from tipbench.collect import CollectConfig
+from tipbench.server._api_judging import JUDGE_NAME_MAX
 from tipbench.server._auth import (
-    SESSION_KEY,
+    Backoff,
     NotAuthenticated,
+    client_of,
     csrf_token,
+    end_session,
+    has_session,
     require_admin,
     start_session,
     token_matches,
@@ -109,7 +113,7 @@ def login_form(
 ) -> Response:
     """The form asking for the admin token (the only page served without auth)."""
     next_ = _safe_next(next_ or request.session.get(NEXT_KEY))
-    if request.session.get(SESSION_KEY):  # already logged in
+    if has_session(request):  # already logged in
         return RedirectResponse(next_, status.HTTP_303_SEE_OTHER)
     return _login_page(request, next_, None, status.HTTP_200_OK)
 
@@ -128,16 +132,27 @@ def login(
     if not expected or not secrets.compare_digest(csrf_token.encode(), expected.encode()):
         error = "The login form expired or did not come from this site. Please try again."
         return _login_page(request, next_, error, status.HTTP_400_BAD_REQUEST)
-    if not token_matches(token.strip(), settings.tokens):
+    backoff: Backoff = request.app.state.backoff
+    client = client_of(request.scope)
+    if wait := backoff.retry_after(client):
+        error = f"Too many wrong tokens. Try again in {wait} seconds."
+        response = _login_page(request, next_, error, status.HTTP_429_TOO_MANY_REQUESTS)
+        response.headers["Retry-After"] = str(wait)
+        return response
+    token = token.strip()
+    if not token_matches(token, settings.tokens):
+        backoff.failed(client)
         return _login_page(request, next_, "Wrong token.", status.HTTP_401_UNAUTHORIZED)
-    start_session(request)
+    backoff.succeeded(client)
+    start_session(request, token)
     return RedirectResponse(next_, status.HTTP_303_SEE_OTHER)
 
 
 @protected.post("/logout")
 def logout(request: Request) -> Response:
-    """End the session (the form carries the CSRF token, checked by the dependency)."""
-    request.session.clear()
+    """End the session server-side (the form carries the CSRF token, checked by the
+    dependency): its cookie, even a copy of it, opens nothing any more."""
+    end_session(request)
     return RedirectResponse("/login", status.HTTP_303_SEE_OTHER)
 
 
@@ -163,7 +178,12 @@ def bench_panel(request: Request) -> Response:
 @protected.get("/judge/{experiment}")
 def judging_page(request: Request, experiment: ExperimentName) -> Response:
     """Pending candidates of `experiment`, one at a time, scored from the keyboard."""
-    context = {"experiment": experiment, "criteria": CRITERIA, "flags": FLAGS}
+    context = {
+        "experiment": experiment,
+        "criteria": CRITERIA,
+        "flags": FLAGS,
+        "judge_name_max": JUDGE_NAME_MAX,
+    }
     return _page(request, "judge.html", context)
 
 

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from tipbench._errors import TipbenchError
+from tipbench._redact import has_credentials
 from tipbench.collect import BENCH_EXPERIMENT_PATTERN as EXPERIMENT_PATTERN
 from tipbench.collect import DEFAULT_EXPERIMENT, CollectConfig
 from tipbench.suite import Suite, load_suite
@@ -18,6 +26,14 @@ from tipbench.suite import Suite, load_suite
 _GRID = CollectConfig.model_json_schema()["properties"]
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "minItems")
 _TRACKING_SCHEMES = frozenset({"http", "https", "sqlite", "file", "postgresql", "mysql", "mssql"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# Limits of a run body, so that no body bloats the jobs database or the panel's polling.
+MAX_MODELS = 16
+MAX_PROMPTS = 16
+MAX_NAME_CHARS = 200  # one model spec or prompt version
+MAX_URL_CHARS = 2048
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
 
 
 def _grid_field(name: str, description: str, **kwargs: Any) -> Any:
@@ -39,17 +55,19 @@ class RunRequest(BaseModel):
     bundled suite, so a bad body is refused before a job exists.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    models: list[str] = _grid_field(
+    models: list[Name] = _grid_field(
         "models",
         "Model specs, as a list or one comma-separated string.",
         default_factory=lambda: CollectConfig().models,
+        max_length=MAX_MODELS,
     )
-    prompts: list[str] = _grid_field(
+    prompts: list[Name] = _grid_field(
         "prompts",
         "Prompt versions of the bundled suite, as a list or one comma-separated string.",
         default_factory=lambda: CollectConfig().prompts,
+        max_length=MAX_PROMPTS,
     )
     n_tips: int = _grid_field("n_tips", "Candidates per cell.", default=5)
     n_scenarios: int = _grid_field("n_scenarios", "The first N scenarios (0 = all).", default=0)
@@ -63,16 +81,31 @@ class RunRequest(BaseModel):
         "max_model_b", "Refuse models above this many billion parameters.", default=4.0
     )
     ollama_url: str = Field(
-        default_factory=lambda: CollectConfig().ollama_url, description="The Ollama server."
+        default_factory=lambda: CollectConfig().ollama_url,
+        description="The Ollama server.",
+        max_length=MAX_URL_CHARS,
     )
     mlflow_url: str | None = Field(
-        default=None, description="MLflow tracking URI [default: the server's store]."
+        default=None,
+        description="MLflow tracking URI, one the server allows [default: the server's store].",
+        max_length=MAX_URL_CHARS,
     )
 
     @field_validator("models", "prompts", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
-        return [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        if len(value) > MAX_MODELS * (MAX_NAME_CHARS + 1):  # refused before it is split
+            raise PydanticCustomError("too_long", "too long a list")
+        return [part.strip() for part in value.split(",")]
+
+    @field_validator("models", "prompts")
+    @classmethod
+    def _printable(cls, value: list[str]) -> list[str]:
+        if any(_CONTROL.search(part) for part in value):
+            raise PydanticCustomError("control_character", "control characters (NUL…) are refused")
+        return value
 
     @field_validator("models", "prompts", "n_tips", "n_scenarios", "temperature", "max_model_b")
     @classmethod
@@ -147,17 +180,10 @@ class RunRequest(BaseModel):
         ]  # fmt: skip
 
 
-def has_credentials(url: str) -> bool:
-    """Whether a URL carries a user name or password (which must not reach logs or the db)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    return bool(parts.username or parts.password)
-
-
 def _checked_url(value: str, schemes: frozenset[str]) -> str:
     value = value.strip()
+    if _CONTROL.search(value):
+        raise PydanticCustomError("url", "control characters (NUL…) are refused")
     try:
         parts = urlsplit(value)
     except ValueError:

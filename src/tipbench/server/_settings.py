@@ -28,6 +28,11 @@ class ServerSettings(BaseSettings):
     home: Path = Field(default_factory=data_dir)
     run_jobs: bool = True  # false: the API queues jobs but this process never runs them
     job_grace_s: float = Field(default=30.0, gt=0)  # a cancelled job's time to stop cleanly
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)  # larger request bodies get 413
+    max_queued_jobs: int = Field(default=20, ge=1)  # more waiting jobs than this get 429
+    # Tracking URIs a run body's `mlflow_url` may name besides the server's own store
+    # (comma-separated); any other is refused with 422.
+    tracking_uris: str = ""
 
     @cached_property
     def tokens(self) -> tuple[str, ...]:
@@ -55,3 +60,18 @@ class ServerSettings(BaseSettings):
     @property
     def jobs_db(self) -> Path:
         return self.home / "jobs.sqlite"
+
+    @property
+    def sessions_db(self) -> Path:
+        return self.home / "sessions.sqlite"
+
+    @cached_property
+    def allowed_tracking_uris(self) -> frozenset[str]:
+        """The tracking URIs jobs may use: the server's own store and `tracking_uris`."""
+        listed = (uri.strip() for uri in self.tracking_uris.split(","))
+        return frozenset(same_uri(uri) for uri in (self.store_uri, *listed) if uri)
+
+
+def same_uri(uri: str) -> str:
+    """`uri` as the allow-list compares it (surrounding space and trailing slashes aside)."""
+    return uri.strip().rstrip("/")

@@ -43,6 +43,7 @@ from tipbench.tracking._store import (
     KIND_COLLECTION,
     TrackingStore,
     data_dir,
+    private_dir,
     resolve_tracking_uri,
     short_error,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "judged_by_tag",
     "log_texts",
     "metric_name",
+    "private_dir",
     "record_run",
     "resolve_tracking_uri",
     "run_metrics",

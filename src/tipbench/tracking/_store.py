@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from tipbench._errors import TrackingError
+from tipbench._redact import redact_text, redact_uri
 from tipbench.tracking._cell_run import KIND_TAG, CellRun, cell_filter
 
 if TYPE_CHECKING:
@@ -43,15 +44,25 @@ def data_dir() -> Path:
     return Path(xdg) / "tipbench"
 
 
+def private_dir(path: Path) -> Path:
+    """`path` as a folder only its owner can enter (0700), created if missing."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # not ours to change: leave it as it is
+        path.chmod(0o700)
+    return path
+
+
 def resolve_tracking_uri(explicit: str | None = None) -> str:
-    """`--tracking-uri`, else `$MLFLOW_TRACKING_URI`, else a SQLite store in the data folder."""
+    """`--tracking-uri`, else `$MLFLOW_TRACKING_URI`, else a SQLite store in the data folder
+    (a private folder, the database readable by its owner only)."""
     if explicit:
         return explicit
     if env := os.environ.get("MLFLOW_TRACKING_URI"):
         return env
-    folder = data_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{folder / 'mlflow.db'}"
+    database = private_dir(data_dir()) / "mlflow.db"
+    with contextlib.suppress(OSError):
+        database.touch(mode=0o600, exist_ok=True)  # SQLite takes an empty file as a new store
+    return f"sqlite:///{database}"
 
 
 def _artifact_root(uri: str) -> Path | None:
@@ -72,6 +83,7 @@ class TrackingStore:
         from mlflow import MlflowClient
 
         self.uri = resolve_tracking_uri(uri)
+        self.shown_uri = redact_uri(self.uri)  # the URI for messages: no credentials
         self.client: MlflowClient = MlflowClient(tracking_uri=self.uri)
 
     def experiment_id(self, name: str, create: bool = False) -> str:
@@ -81,7 +93,7 @@ class TrackingStore:
             if experiment is not None:
                 return str(experiment.experiment_id)
             if not create:
-                raise TrackingError(f"no experiment {name!r} at {self.uri}")
+                raise TrackingError(f"no experiment {name!r} at {self.shown_uri}")
             root = _artifact_root(self.uri)
             location = (root / name).as_uri() if root is not None else None
             return str(self.client.create_experiment(name, artifact_location=location))
@@ -89,7 +101,7 @@ class TrackingStore:
             raise
         except Exception as exc:
             raise TrackingError(
-                f"cannot use the MLflow store at {self.uri}: {short_error(exc)}"
+                f"cannot use the MLflow store at {self.shown_uri}: {short_error(exc)}"
             ) from None
 
     def search(self, experiment_id: str, filter_string: str = "") -> Iterator[Run]:
@@ -102,7 +114,7 @@ class TrackingStore:
                 )
             except Exception as exc:
                 raise TrackingError(
-                    f"cannot search runs at {self.uri}: {short_error(exc)}"
+                    f"cannot search runs at {self.shown_uri}: {short_error(exc)}"
                 ) from None
             yield from page
             token = page.token
@@ -149,7 +161,9 @@ class TrackingStore:
         except TrackingError:
             raise
         except Exception as exc:
-            raise TrackingError(f"cannot create a run at {self.uri}: {short_error(exc)}") from None
+            raise TrackingError(
+                f"cannot create a run at {self.shown_uri}: {short_error(exc)}"
+            ) from None
 
     def close_parent(self, run_id: str, status: str, metrics: dict[str, float]) -> None:
         """End a parent run with its summary metrics (best effort: never raises)."""
@@ -166,8 +180,8 @@ class TrackingStore:
 
 
 def short_error(exc: BaseException) -> str:
-    """The first line of an exception, for one-line messages."""
-    text = str(exc).strip()
+    """The first line of an exception, for one-line messages (URIs in it redacted)."""
+    text = redact_text(str(exc).strip())
     if "Max retries exceeded" in text or "Connection refused" in text:
         return "connection refused"
     lines = text.splitlines()

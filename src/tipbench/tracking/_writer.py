@@ -145,4 +145,6 @@ def record_run(store: TrackingStore, experiment_id: str, record: RunRecord, what
     try:
         return write_run(store.client, experiment_id, record)
     except Exception as exc:
-        raise TrackingError(f"cannot record {what} at {store.uri}: {short_error(exc)}") from None
+        raise TrackingError(
+            f"cannot record {what} at {store.shown_uri}: {short_error(exc)}"
+        ) from None
