@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from tipbench import ConfigError
 from tipbench.server import ServerSettings, create_app
 from tipbench.server._auth import token_matches
+from tipbench.server._pages import STATIC_DIR
 
 TOKEN = "test-admin-token-0123456789"
 OTHER = "second-admin-token-9876543210"
@@ -58,6 +60,72 @@ def test_every_route_refuses_without_credentials(client: TestClient) -> None:
         assert refused(response.status_code, response.headers.get("location")), (method, path)
         wrong = client.request(method, path, headers={"Authorization": "Bearer wrong-token-xyz"})
         assert refused(wrong.status_code, wrong.headers.get("location")), (method, path)
+
+
+OVERSIZED = b'{"models": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+MALFORMED = {
+    "nested": b"[" * 200_000,
+    "not json": b"\xff\xfe{models",
+    "nan": b'{"temperature": NaN, "n_tips": 1e309}',
+    "form": b"csrf_token=" + b"%" * 10_000,
+}
+
+
+def streamed(body: bytes) -> Iterator[bytes]:
+    """The body as a stream: sent chunked, with no Content-Length to go by."""
+    for start in range(0, len(body), 64 * 1024):
+        yield body[start : start + 64 * 1024]
+
+
+def test_every_route_refuses_oversized_and_malformed_bodies_without_credentials(
+    client: TestClient,
+) -> None:
+    walked = [(m, p) for m, p in routes(client) if (m, p) not in PUBLIC]
+    for method, path in walked:
+        for name, body in {"oversized": OVERSIZED, **MALFORMED}.items():
+            for content_type in ("application/json", "application/x-www-form-urlencoded"):
+                response = client.request(
+                    method, path, content=body, headers={"Content-Type": content_type}
+                )
+                assert response.status_code == 401, (method, path, name, content_type)
+        chunked = client.request(method, path, content=streamed(OVERSIZED))
+        assert chunked.status_code == 401, (method, path, "chunked")
+        wrong = client.request(
+            method, path, content=OVERSIZED, headers={"Authorization": "Bearer wrong-token-xyz"}
+        )
+        assert refused(wrong.status_code, wrong.headers.get("location")), (method, path)
+
+
+def test_bodies_are_capped_for_admins_and_on_the_login_page(client: TestClient) -> None:
+    admin = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    assert client.post("/api/bench/run", content=OVERSIZED, headers=admin).status_code == 413
+    streamed_run = client.post("/api/bench/run", content=streamed(OVERSIZED), headers=admin)
+    assert streamed_run.status_code == 413
+    assert client.post("/login", content=OVERSIZED).status_code == 413
+    for name, body in MALFORMED.items():  # refused for what they are, never a 500
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        assert client.post("/login", content=body, headers=form).status_code < 500, name
+        answer = client.post("/api/bench/run", content=body, headers=admin)
+        assert answer.status_code in (400, 422), (name, answer.text)
+
+
+def test_swagger_ui_is_not_served_and_no_page_loads_anything_from_elsewhere(
+    client: TestClient,
+) -> None:
+    admin = {"Authorization": f"Bearer {TOKEN}"}
+    assert client.get("/docs", headers=admin).status_code == 404
+    pages = [p for m, p in routes(client) if m == "GET" and not p.startswith(("/api/", "/static/"))]
+    pages += [f"/static/{file.name}" for file in STATIC_DIR.iterdir()]
+    for path in pages:
+        response = client.get(path, headers=admin)
+        assert response.status_code == 200, path
+        # No absolute or protocol-relative URL to another origin, in markup, script or style.
+        assert not re.search(
+            r"""(src|href|url|import)\s*[=(]\s*["']?(https?:)?//""", response.text
+        ), path
+        if response.headers.get("content-type", "").startswith("text/html"):
+            policy = response.headers["content-security-policy"]
+            assert "default-src 'self'" in policy and "http" not in policy, path
 
 
 def test_every_token_is_accepted(client: TestClient) -> None:

@@ -133,7 +133,7 @@ def test_run_request_becomes_the_same_config_for_tipbench_run() -> None:
         {**TINY, "temperature": 0.3, "max_model_b": 1.5, "experiment": "tip-bench-x"}
     )
     params = dict(run_command.make_context("run", request.cli_args()).params)
-    for run_only in ("judge_model", "out", "min_scenarios", "plot"):
+    for run_only in ("judge_model", "out", "min_scenarios", "plot", "reveal"):
         params.pop(run_only)
 
     assert config_from_options(params) == request.collect_config()

@@ -9,10 +9,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.middleware.sessions import SessionMiddleware
 
+from tipbench._asgi import RequestGuard
 from tipbench._errors import ConfigError, TipbenchError, TrackingError
 from tipbench._redact import redact_text
 from tipbench.server import _api_bench, _api_jobs, _api_judging, _pages
-from tipbench.server._auth import Backoff, require_admin
+from tipbench.server._auth import Backoff, authenticate, require_admin
+from tipbench.server._pages import LOGIN_PATH
 from tipbench.server._sessions import SessionStore
 from tipbench.server._settings import ServerSettings
 
@@ -40,6 +42,15 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         settings.sessions_db, settings.session_secret.get_secret_value(), settings.session_max_age_s
     )
     app.state.backoff = Backoff()
+    # Middleware added last runs first: the session is decoded before the guard checks
+    # the credentials, and the guard refuses unauthenticated or oversized bodies unread.
+    app.add_middleware(
+        RequestGuard,
+        authenticate=authenticate,
+        max_body_bytes=settings.max_body_bytes,
+        public_paths={LOGIN_PATH},
+        unauthenticated_detail="admin authentication required",
+    )
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.session_secret.get_secret_value(),

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request, status
+from starlette.requests import HTTPConnection
 
 from tipbench.server._sessions import SessionStore
 
@@ -127,6 +128,21 @@ def check_credentials(
     if isinstance(session_id, str) and sessions.valid(session_id, tokens):
         return "session"
     raise NotAuthenticated()
+
+
+async def authenticate(connection: HTTPConnection) -> bool:
+    """The `RequestGuard`'s check, before any body is read: a valid bearer token or admin
+    session (a client backing off is not checked, and refused)."""
+    try:
+        check_credentials(
+            connection.scope,
+            connection.app.state.settings.tokens,
+            connection.app.state.sessions,
+            connection.app.state.backoff,
+        )
+    except HTTPException:
+        return False
+    return True
 
 
 def start_session(request: Request, token: str) -> str:

@@ -38,6 +38,7 @@ HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
 
+LOGIN_PATH = "/login"  # the one route served without auth
 LOGIN_CSRF_KEY = "login_csrf"
 NEXT_KEY = "next"
 # Where a login may send the browser on: a path of this site, never another origin.
@@ -107,7 +108,7 @@ def _login_page(request: Request, next_: str, error: str | None, status_code: in
     return _page(request, "login.html", context, status_code)
 
 
-@public.get("/login")
+@public.get(LOGIN_PATH)
 def login_form(
     request: Request, next_: Annotated[str | None, Query(alias="next")] = None
 ) -> Response:
@@ -118,7 +119,7 @@ def login_form(
     return _login_page(request, next_, None, status.HTTP_200_OK)
 
 
-@public.post("/login")
+@public.post(LOGIN_PATH)
 def login(
     request: Request,
     settings: Settings,
