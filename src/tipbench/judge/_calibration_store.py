@@ -165,7 +165,7 @@ def judge_calibration(
         experiment = store.client.get_experiment_by_name(CALIBRATION_EXPERIMENT)
     except Exception as exc:
         raise TrackingError(
-            f"cannot read calibrations at {store.uri}: {short_error(exc)}"
+            f"cannot read calibrations at {store.shown_uri}: {short_error(exc)}"
         ) from None
     if experiment is None:
         return empty
@@ -184,7 +184,7 @@ def judge_calibration(
         )
     except Exception as exc:
         raise TrackingError(
-            f"cannot read calibrations at {store.uri}: {short_error(exc)}"
+            f"cannot read calibrations at {store.shown_uri}: {short_error(exc)}"
         ) from None
     if not runs:
         return empty

@@ -8,9 +8,9 @@ for the caller to show, never a failed apply.
 from __future__ import annotations
 
 from tipbench._errors import TipbenchError
+from tipbench._redact import has_credentials
 from tipbench.orchestration._conf import JUDGED_ASSET_NAME
 from tipbench.orchestration._rest import AirflowClient, AirflowSettings
-from tipbench.server._run_request import has_credentials
 
 
 def announce_judged(experiment: str, tracking_uri: str | None = None) -> str | None:

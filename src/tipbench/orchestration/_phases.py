@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from tipbench._errors import ConfigError, TipbenchError
+from tipbench._redact import redact_uri
 from tipbench.collect import CellOutcome, CollectConfig, collect, preflight
 from tipbench.orchestration._conf import BenchConf, read_conf
 from tipbench.tracking import TrackingStore, resolve_tracking_uri
@@ -48,7 +49,8 @@ def plan(values: dict[str, Any]) -> list[dict[str, Any]]:
     TrackingStore(uri).experiment_id(conf.experiment, create=True)  # before the tasks fan out
     logger.info(
         "plan: %d models × %d prompts, %d cells into %s at %s",
-        len(config.models), len(config.prompts), conf.cell_count(), conf.experiment, uri,
+        len(config.models), len(config.prompts), conf.cell_count(), conf.experiment,
+        redact_uri(uri),
     )  # fmt: skip
     validated = conf.model_dump(mode="json")
     return [{"conf": validated, "model": model, "tracking_uri": uri} for model in config.models]
