@@ -104,6 +104,21 @@ def test_jobs_track_only_to_allowed_stores(client: TestClient, store_uri: str) -
         assert client.post("/api/bench/run", json={**TINY, "mlflow_url": uri}).status_code == 202
 
 
+def test_a_job_whose_store_is_no_longer_allowed_does_not_resume(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = {**TINY, "mlflow_url": "http://mlflow.internal:5000"}
+    job_id = client.post("/api/bench/run", json=body).json()["job_id"]
+    client.post(f"/api/bench/jobs/{job_id}/cancel")
+    monkeypatch.setenv("TIPBENCH_TRACKING_URIS", "")
+    restarted = TestClient(create_app(), headers=AUTH)
+
+    refused = restarted.post(f"/api/bench/jobs/{job_id}/resume")
+
+    assert refused.status_code == 409
+    assert "not a tracking URI this server allows any more" in refused.json()["detail"]
+
+
 @pytest.mark.parametrize(
     ("score", "why"),
     [('"5"', "integer"), ("true", "integer"), ("4.0", "integer"), ("NaN", "")],

@@ -143,21 +143,27 @@ def _job(runner: JobRunner, job_id: str) -> Job:
         raise HTTPException(404, str(exc)) from None
 
 
+_NOT_ALLOWED = "not a tracking URI this server allows"
+
+
+def _tracking_allowed(settings: ServerSettings, uri: str | None) -> bool:
+    """Whether a job may track to `uri` (None: the server's own store)."""
+    return uri is None or same_uri(uri) in settings.allowed_tracking_uris
+
+
 @router.post("/run", status_code=202, response_model=JobCreated)
 def start_run(
     body: RunRequest, runner: Runner, settings: Settings, response: Response
 ) -> JobCreated:
     """Queue `tipbench run` with this config; jobs run one at a time, oldest first.
     422 for a tracking URI the server does not allow, 429 when the queue is full."""
-    if body.mlflow_url is not None and same_uri(body.mlflow_url) not in (
-        settings.allowed_tracking_uris
-    ):
+    if not _tracking_allowed(settings, body.mlflow_url):
         raise RequestValidationError(
             [
                 {
                     "loc": ("body", "mlflow_url"),
-                    "msg": "not a tracking URI this server allows: leave it out for the "
-                    "server's own store, or add it to TIPBENCH_TRACKING_URIS",
+                    "msg": f"{_NOT_ALLOWED}: leave it out for the server's own store, or add "
+                    "it to TIPBENCH_TRACKING_URIS",
                     "type": "tracking_uri_not_allowed",
                 }
             ]
@@ -197,10 +203,13 @@ def cancel_job(job_id: JobId, runner: Runner) -> JobStatus:
 
 
 @router.post("/jobs/{job_id}/resume", status_code=202, response_model=JobStatus)
-def resume_job(job_id: JobId, runner: Runner) -> JobStatus:
+def resume_job(job_id: JobId, runner: Runner, settings: Settings) -> JobStatus:
     """Queue a failed, cancelled or interrupted job again with the same config; the
-    pipeline skips what is already recorded. 409 for other states."""
-    _job(runner, job_id)
+    pipeline skips what is already recorded. 409 for other states, or when its tracking
+    URI is no longer allowed."""
+    job = _job(runner, job_id)
+    if not _tracking_allowed(settings, job.config.get("mlflow_url")):
+        raise HTTPException(409, f"{_NOT_ALLOWED} any more: start a new run instead")
     try:
         return JobStatus.of(runner.resume(job_id))
     except JobConflict as exc:
