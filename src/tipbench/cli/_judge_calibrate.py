@@ -70,7 +70,7 @@ def calibrate_command(
         click.echo(json.dumps({**result.to_dict(min_kappa), "run_id": run_id}))
         return
     show_calibration(result, min_kappa)
-    click.echo(f"logged to MLflow: run {run_id} in {CALIBRATION_EXPERIMENT!r} at {store.uri}")
+    click.echo(f"logged to MLflow: run {run_id} in {CALIBRATION_EXPERIMENT!r} at {store.shown_uri}")
 
 
 def show_calibration(result: Calibration, min_kappa: float) -> None:
