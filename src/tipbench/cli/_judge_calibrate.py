@@ -95,9 +95,10 @@ def show_calibration(result: Calibration, min_kappa: float) -> None:
     console.print(table)
     click.echo("confusion (rows: agreed score, columns: the judge's score)")
     for name, figures in result.figures.items():
-        click.echo(f"  {name}: " + " ".join(f"{label:>3}" for label in figures.labels))
+        width = len(name) + 1  # the counts line up under their column's label
+        click.echo(f"  {name + ':':<{width}}" + "".join(f"{label:>4}" for label in figures.labels))
         for label, row in zip(figures.labels, figures.confusion, strict=True):
-            click.echo(f"  {'':{len(name)}}  {label} " + " ".join(f"{n:>3}" for n in row))
+            click.echo(f"  {label:>{width}}" + "".join(f"{n:>4}" for n in row))
     for tip, error in result.failed:
         click.echo(f"  not scored: {tip}: {error}", err=True)
     status = JudgeCalibration(
