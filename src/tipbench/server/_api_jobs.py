@@ -13,6 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
+from tipbench.orchestration import AirflowClient, AirflowError, AirflowSettings, AirflowUnavailable
+from tipbench.server._airflow_jobs import AirflowJobRunner
 from tipbench.server._deps import Settings
 from tipbench.server._job_runner import JobRunner
 from tipbench.server._jobs import (
@@ -37,17 +39,29 @@ CANCEL_WAIT_S = 60.0
 JobId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="A job id (32 hex digits).")]
 
 
-def runner_for(app: FastAPI) -> JobRunner:
-    """The app's job runner (and its database), made on first use."""
-    runner: JobRunner | None = getattr(app.state, "jobs", None)
+AnyRunner = JobRunner | AirflowJobRunner
+
+
+def runner_for(app: FastAPI) -> AnyRunner:
+    """The app's job runner (and its database), made on first use: Airflow's when
+    `TIPBENCH_AIRFLOW_URL` is set, else the subprocess runner."""
+    runner: AnyRunner | None = getattr(app.state, "jobs", None)
     if runner is None:
         settings: ServerSettings = app.state.settings
-        runner = app.state.jobs = JobRunner(
-            JobStore(settings.jobs_db, settings.home / "jobs"),
-            home=settings.home,
-            tracking_uri=settings.store_uri,
-            grace_s=settings.job_grace_s,
-        )
+        store = JobStore(settings.jobs_db, settings.home / "jobs")
+        airflow = AirflowSettings.from_env()
+        if airflow is not None:
+            runner = AirflowJobRunner(
+                store, AirflowClient(airflow), tracking_uri=settings.store_uri
+            )
+        else:
+            runner = JobRunner(
+                store,
+                home=settings.home,
+                tracking_uri=settings.store_uri,
+                grace_s=settings.job_grace_s,
+            )
+        app.state.jobs = runner
     return runner
 
 
@@ -76,11 +90,17 @@ def _open_store(app: FastAPI) -> None:
         logger.warning("tracking store not ready: %s", short_error(exc))
 
 
-def get_runner(request: Request) -> JobRunner:
+def get_runner(request: Request) -> AnyRunner:
     return runner_for(request.app)
 
 
-Runner = Annotated[JobRunner, Depends(get_runner)]
+Runner = Annotated[AnyRunner, Depends(get_runner)]
+
+
+def _airflow_failed(exc: AirflowError) -> HTTPException:
+    """503 when Airflow cannot be reached, 502 when it refused: nothing was queued."""
+    status = 503 if isinstance(exc, AirflowUnavailable) else 502
+    return HTTPException(status, f"{exc}; nothing was queued")
 
 
 class JobCreated(BaseModel):
@@ -90,7 +110,9 @@ class JobCreated(BaseModel):
 
 class JobStatus(BaseModel):
     """A job and how far it is. `cells_*` count grid cells (collect); `judged` and
-    `judge_total` count candidates (automatic judge)."""
+    `judge_total` count candidates (automatic judge). A job on Airflow has its DAG run
+    (`dag_run_id`, `airflow_url`: its page in Airflow's UI), its mapped collect tasks done
+    (`models_done` of `models_total`) and the task running now as `phase`."""
 
     job_id: str
     state: JobState
@@ -110,6 +132,10 @@ class JobStatus(BaseModel):
     cancellable: bool
     resumable: bool
     config: dict[str, Any]
+    dag_run_id: str | None = None
+    airflow_url: str | None = None
+    models_done: int = 0
+    models_total: int = 0
 
     @classmethod
     def of(cls, job: Job) -> JobStatus:
@@ -133,10 +159,14 @@ class JobStatus(BaseModel):
             cancellable=job.state not in FINISHED,
             resumable=job.state in RESUMABLE,
             config=job.config,
+            dag_run_id=job.dag_run_id,
+            airflow_url=job.remote_url,
+            models_done=progress.models_done,
+            models_total=progress.models_total,
         )
 
 
-def _job(runner: JobRunner, job_id: str) -> Job:
+def _job(runner: AnyRunner, job_id: str) -> Job:
     try:
         return runner.store.get(job_id)
     except JobNotFound as exc:
@@ -156,7 +186,9 @@ def start_run(
     body: RunRequest, runner: Runner, settings: Settings, response: Response
 ) -> JobCreated:
     """Queue `tipbench run` with this config; jobs run one at a time, oldest first.
-    422 for a tracking URI the server does not allow, 429 when the queue is full."""
+    422 for a tracking URI the server does not allow, 429 when the queue is full. With
+    Airflow configured, trigger `bench_collect` with it instead (503 if Airflow cannot be
+    reached, 502 if it refuses the run: no job is created then)."""
     if not _tracking_allowed(settings, body.mlflow_url):
         raise RequestValidationError(
             [
@@ -174,7 +206,10 @@ def start_run(
             f"{queued} jobs are already queued (the limit, TIPBENCH_MAX_QUEUED_JOBS): "
             "wait for them to run or cancel some",
         )
-    job = runner.submit(body)
+    try:
+        job = runner.submit(body)
+    except AirflowError as exc:
+        raise _airflow_failed(exc) from None
     response.headers["Location"] = f"/api/bench/jobs/{job.id}"
     return JobCreated(job_id=job.id, state=job.state)
 
@@ -200,6 +235,8 @@ def cancel_job(job_id: JobId, runner: Runner) -> JobStatus:
         return JobStatus.of(runner.cancel(job_id, wait_s=CANCEL_WAIT_S))
     except JobConflict as exc:
         raise HTTPException(409, str(exc)) from None
+    except AirflowError as exc:
+        raise HTTPException(503 if isinstance(exc, AirflowUnavailable) else 502, str(exc)) from None
 
 
 @router.post("/jobs/{job_id}/resume", status_code=202, response_model=JobStatus)
@@ -214,6 +251,8 @@ def resume_job(job_id: JobId, runner: Runner, settings: Settings) -> JobStatus:
         return JobStatus.of(runner.resume(job_id))
     except JobConflict as exc:
         raise HTTPException(409, str(exc)) from None
+    except AirflowError as exc:
+        raise _airflow_failed(exc) from None
 
 
 @router.get("/jobs/{job_id}/log", response_class=PlainTextResponse)

@@ -53,6 +53,14 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, queued_at);
 """
+# Columns added since the first schema (added to older databases when they are opened):
+# jobs that run on Airflow record their DAG run, its page, and mapped collect tasks done.
+_ADDED_COLUMNS = {
+    "dag_run_id": "TEXT",
+    "remote_url": "TEXT",
+    "models_done": "INTEGER NOT NULL DEFAULT 0",
+    "models_total": "INTEGER NOT NULL DEFAULT 0",
+}
 
 
 class JobError(TipbenchError):
@@ -69,13 +77,16 @@ class JobConflict(JobError):
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a running job is: grid cells (collect), then candidates (automatic judge)."""
+    """How far a running job is: grid cells (collect), then candidates (automatic judge);
+    for a job on Airflow, its mapped collect tasks (one per model) done and in all."""
 
     phase: str | None = None
     cells_done: int = 0
     cells_total: int = 0
     judged: int = 0
     judge_total: int = 0
+    models_done: int = 0
+    models_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,8 @@ class Job:
     finished_at: str | None
     pid: int | None
     log_path: Path
+    dag_run_id: str | None = None  # the job runs on Airflow as this run of bench_collect
+    remote_url: str | None = None  # that run's page in Airflow's UI
 
     @property
     def experiment(self) -> str:
@@ -121,6 +134,10 @@ class JobStore:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            present = {row["name"] for row in db.execute("PRAGMA table_info(jobs)")}
+            for column, declaration in _ADDED_COLUMNS.items():
+                if column not in present:
+                    db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {declaration}")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -138,24 +155,55 @@ class JobStore:
             )
             return cursor.rowcount == 1
 
-    def create(self, request: RunRequest) -> Job:
-        """A new queued job for `request`."""
+    def create(
+        self, request: RunRequest, *, dag_run_id: str | None = None, remote_url: str | None = None
+    ) -> Job:
+        """A new queued job for `request`; with `dag_run_id`, a job already running on
+        Airflow as that run of bench_collect."""
         job_id = uuid.uuid4().hex
         created = now()
+        remote = dag_run_id is not None
         with self._connect() as db:
             db.execute(
                 "INSERT INTO jobs (id, config, state, cells_total, created_at, queued_at, "
-                "log_path) VALUES (?, ?, 'queued', ?, ?, ?, ?)",
+                "started_at, attempts, log_path, dag_run_id, remote_url) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     job_id,
                     request.model_dump_json(),
+                    "running" if remote else "queued",
                     request.cell_count(),
                     created,
                     created,
+                    created if remote else None,
+                    1 if remote else 0,
                     str(self.log_dir / f"{job_id}.log"),
+                    dag_run_id,
+                    remote_url,
                 ),
             )
         return self.get(job_id)
+
+    def restart_remote(self, job_id: str, dag_run_id: str, remote_url: str) -> bool:
+        """A stopped Airflow job runs again as a new DAG run (its progress starts over)."""
+        return self._update(
+            job_id,
+            "state = 'running', started_at = ?, finished_at = NULL, attempts = attempts + 1, "
+            "phase = NULL, models_done = 0, error = NULL, exit_code = NULL, dag_run_id = ?, "
+            "remote_url = ?",
+            now(),
+            dag_run_id,
+            remote_url,
+            states=RESUMABLE,
+        )
+
+    def remote_running(self) -> list[Job]:
+        """The running jobs that run on Airflow."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT * FROM jobs WHERE state = 'running' AND dag_run_id IS NOT NULL"
+            ).fetchall()
+        return [_job(row) for row in rows]
 
     def get(self, job_id: str) -> Job:
         """The job with this id.
@@ -205,12 +253,15 @@ class JobStore:
     def set_progress(self, job_id: str, progress: Progress) -> None:
         self._update(
             job_id,
-            "phase = ?, cells_done = ?, cells_total = ?, judged = ?, judge_total = ?",
+            "phase = ?, cells_done = ?, cells_total = ?, judged = ?, judge_total = ?, "
+            "models_done = ?, models_total = ?",
             progress.phase,
             progress.cells_done,
             progress.cells_total,
             progress.judged,
             progress.judge_total,
+            progress.models_done,
+            progress.models_total,
             states=frozenset({"running"}),
         )
 
@@ -245,11 +296,13 @@ class JobStore:
     def interrupt_running(self, reason: str) -> list[Job]:
         """Mark every running job interrupted (the server that ran it is gone); returns them
         as they were, with their process ids."""
-        with self._connect() as db:
-            rows = db.execute("SELECT * FROM jobs WHERE state = 'running'").fetchall()
+        with self._connect() as db:  # jobs on Airflow go on without this server
+            rows = db.execute(
+                "SELECT * FROM jobs WHERE state = 'running' AND dag_run_id IS NULL"
+            ).fetchall()
             db.execute(
                 "UPDATE jobs SET state = 'interrupted', error = ?, finished_at = ?, pid = NULL "
-                "WHERE state = 'running'",
+                "WHERE state = 'running' AND dag_run_id IS NULL",
                 (reason, now()),
             )
         return [_job(row) for row in rows]
@@ -261,7 +314,13 @@ def _job(row: sqlite3.Row) -> Job:
         config=json.loads(row["config"]),
         state=row["state"],
         progress=Progress(
-            row["phase"], row["cells_done"], row["cells_total"], row["judged"], row["judge_total"]
+            row["phase"],
+            row["cells_done"],
+            row["cells_total"],
+            row["judged"],
+            row["judge_total"],
+            row["models_done"],
+            row["models_total"],
         ),
         error=row["error"],
         exit_code=row["exit_code"],
@@ -272,4 +331,6 @@ def _job(row: sqlite3.Row) -> Job:
         finished_at=row["finished_at"],
         pid=row["pid"],
         log_path=Path(row["log_path"]),
+        dag_run_id=row["dag_run_id"],
+        remote_url=row["remote_url"],
     )

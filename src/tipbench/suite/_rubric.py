@@ -79,7 +79,7 @@ class Rubric:
             for level in criterion.levels:
                 lines.append(f"- **{level.score}**: {level.definition.strip()}")
                 lines.append(
-                    f"  - example ({level.example_scenario}): \"{level.example_tip.strip()}\""
+                    f'  - example ({level.example_scenario}): "{level.example_tip.strip()}"'
                 )
             lines.append("")
         lines += ["## Flags (0/1)", ""]

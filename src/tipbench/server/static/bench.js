@@ -298,7 +298,11 @@
     }
   });
 
-  const PHASES = { collect: "collecting candidates", judge: "automatic judge", report: "export and compare" };
+  const PHASES = {
+    collect: "collecting candidates", judge: "automatic judge", report: "export and compare",
+    plan: "planning (validating the conf)", judge_auto: "automatic judge",
+    export_for_judge: "export for the human judge", compare: "compare",
+  };
 
   function renderJob(job) {
     $("job").hidden = false;
@@ -310,7 +314,15 @@
     const phase = job.phase ? PHASES[job.phase] || job.phase : "–";
     $("job-phase").textContent = job.state === "succeeded" ? "done" : phase;
     const finished = job.state === "succeeded";
-    meter($("job-cells-progress"), $("job-cells"), job.cells_done, job.cells_total, "cells", finished);
+    const airflow = $("job-airflow");
+    airflow.hidden = !job.airflow_url;
+    if (job.airflow_url) {  // on Airflow: progress is its mapped collect tasks, one per model
+      $("job-airflow-link").href = job.airflow_url;
+      $("job-airflow-link").textContent = job.dag_run_id;
+      meter($("job-cells-progress"), $("job-cells"), job.models_done, job.models_total, "models collected", finished);
+    } else {
+      meter($("job-cells-progress"), $("job-cells"), job.cells_done, job.cells_total, "cells", finished);
+    }
     $("job-judge-line").hidden = !job.judge_total;
     meter($("job-judge-progress"), $("job-judged"), job.judged, job.judge_total, "candidates judged", finished);
     show($("job-error"), job.error || "");
