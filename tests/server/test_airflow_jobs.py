@@ -13,12 +13,13 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from support.servers import free_port
+from tipbench import ConfigError
 from tipbench.orchestration import TaskInstance
 from tipbench.server import ServerSettings, create_app
 from tipbench.server._airflow_jobs import AirflowJobRunner, describe, progress_of
 from tipbench.server._api_jobs import runner_for
 from tipbench.server._job_runner import JobRunner
-from tipbench.server._jobs import JobStore, Progress
+from tipbench.server._jobs import _SCHEMA, JobStore, Progress
 
 TOKEN = "airflow-jobs-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -55,10 +56,11 @@ def test_a_bad_body_is_refused_before_airflow_is_asked(monkeypatch: pytest.Monke
 def test_airflow_url_without_a_password_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIPBENCH_AIRFLOW_URL", "http://127.0.0.1:8080")
     monkeypatch.delenv("TIPBENCH_AIRFLOW_PASSWORD", raising=False)
-    with TestClient(create_app(settings()), headers=AUTH) as api:
-        refused = api.post("/api/bench/run", json={})
-        assert refused.status_code == 400
-        assert "TIPBENCH_AIRFLOW_PASSWORD" in refused.json()["detail"]
+    with (
+        pytest.raises(ConfigError, match="TIPBENCH_AIRFLOW_PASSWORD"),
+        TestClient(create_app(settings()), headers=AUTH),
+    ):
+        pass
 
 
 def test_without_the_variable_jobs_run_as_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,8 +89,8 @@ def test_old_job_databases_gain_the_airflow_columns(tmp_path: Path) -> None:
     import sqlite3
 
     path = tmp_path / "jobs.sqlite"
-    with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE jobs (id TEXT PRIMARY KEY, config TEXT NOT NULL, state TEXT)")
+    with sqlite3.connect(path) as db:  # the first schema, before jobs could run on Airflow
+        db.executescript(_SCHEMA)
     JobStore(path, tmp_path / "logs")
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}

@@ -69,6 +69,7 @@ def runner_for(app: FastAPI) -> AnyRunner:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Run jobs while the app serves (unless `TIPBENCH_RUN_JOBS=false`)."""
     settings: ServerSettings = app.state.settings
+    AirflowSettings.from_env()  # a half-configured Airflow stops the server here, not later
     runner = runner_for(app) if settings.run_jobs else None
     if runner is not None:
         # Set up the store's tables before any job: a job's `tipbench run` and the first API
