@@ -279,6 +279,9 @@ def test_a_run_started_from_the_form_is_watched_to_its_leaderboard(
     expect(row).to_have_count(1)
     assert _cells(row)[:3] == ["1", "llamacpp:smollm2-135m", "v1"]
     assert _cells(row)[-2] == "leader"
+    expect(auto.get_by_role("note")).to_contain_text(
+        "judge llamacpp:smollm2-135m is NOT calibrated"
+    )  # its scores are not evidence, and the panel says so
     chart = auto.get_by_role("img", name=re.compile("Mean composite"))
     expect(chart.locator("rect")).to_have_count(1)
     human = page.get_by_role("region", name="Human judge leaderboard")

@@ -122,6 +122,12 @@
       notes.push(`Cells judged on fewer than ${tier.min_scenarios} scenarios are not ranked.`);
     }
     section.append(el("p", { class: "hint" }, notes.join(" ")));
+    // The automatic tier's judge calibration: whether its scores are evidence at all.
+    for (const status of tier.calibration || []) {
+      section.append(
+        el("p", { class: status.calibrated ? "hint calibration" : "calibration not-calibrated", role: "note" }, status.summary),
+      );
+    }
     return section;
   }
 
