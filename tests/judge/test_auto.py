@@ -26,6 +26,7 @@ from tipbench.backends import GenerationRequest, RetryPolicy
 from tipbench.backends._llamacpp import LlamaCppBackend
 from tipbench.collect import CollectConfig, collect
 from tipbench.judge import (
+    AutoJudgeConfig,
     AutoJudgeResult,
     Scores,
     auto_judge,
@@ -109,7 +110,7 @@ def test_embedded_judge_scores_a_real_grid_and_resumes(
     monkeypatch.setattr(LlamaCppBackend, "generate", spy_generate)
     monkeypatch.setattr(LlamaCppBackend, "load", spy_load)
 
-    result = auto_judge(TrackingStore(sqlite_uri), experiment)
+    result = auto_judge(TrackingStore(sqlite_uri), AutoJudgeConfig(experiment=experiment))
 
     assert (result.exit_code, result.judged, result.skipped, result.failed) == (0, 1, 0, [])
     assert loads == ["llamacpp:smollm2-135m"] and result.model_loads == 1
@@ -125,7 +126,7 @@ def test_embedded_judge_scores_a_real_grid_and_resumes(
     assert not HUMAN_METRICS & set(run.data.metrics)
     assert not {"judged_by", "judged_at", "human_scores"} & set(run.data.tags)
 
-    again = auto_judge(TrackingStore(sqlite_uri), experiment)
+    again = auto_judge(TrackingStore(sqlite_uri), AutoJudgeConfig(experiment=experiment))
     assert (again.exit_code, again.judged, again.skipped, again.model_loads) == (0, 0, 1, 0)
     assert len(loads) == 1 and len(requests) == result.candidates + len(result.failed)
     assert cell_runs(sqlite_uri, experiment)[name].data.tags["auto_scores_version"] == "1"
@@ -152,8 +153,9 @@ def grid(server: FakeOllama, sqlite_uri: str, experiment: str) -> dict[str, Run]
 
 
 def judge(server: FakeOllama, uri: str, experiment: str, **options: Any) -> AutoJudgeResult:
-    options = {"judge_model": f"ollama:{JUDGE}", "retry": FAST_RETRY} | options
-    return auto_judge(TrackingStore(uri), experiment, ollama_url=server.url, **options)
+    values = {"judge_model": f"ollama:{JUDGE}", "ollama_url": server.url} | options
+    config = AutoJudgeConfig(experiment=experiment, **values)
+    return auto_judge(TrackingStore(uri), config, retry=FAST_RETRY)
 
 
 def judge_chats(server: FakeOllama) -> list[dict[str, Any]]:

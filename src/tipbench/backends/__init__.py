@@ -11,6 +11,7 @@ from tipbench.backends._base import (
     check_size,
 )
 from tipbench.backends._registry import open_backend
+from tipbench.backends._resident import CheckedBackend, checked, open_checked, resident
 from tipbench.backends._retry import RetryPolicy, call_with_retries
 from tipbench.backends._spec import BACKEND_NAMES, ModelSpec, parse_model_list, parse_size
 
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
     "Backend",
     "BackendOptions",
+    "CheckedBackend",
     "Generation",
     "GenerationRequest",
     "ModelInfo",
@@ -27,7 +29,10 @@ __all__ = [
     "RetryPolicy",
     "call_with_retries",
     "check_size",
+    "checked",
     "open_backend",
+    "open_checked",
     "parse_model_list",
     "parse_size",
+    "resident",
 ]

@@ -104,7 +104,7 @@ def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: 
         click.echo(f"  not written: run {run_id}: {error}", err=True)
     if result.applied and (warning := announce_judged(experiment, store.uri)):
         click.echo(f"warning: {warning}", err=True)
-    sys.exit(1 if result.failed else 0)
+    sys.exit(result.exit_code)
 
 
 @judge_group.command("agreement")

@@ -9,7 +9,7 @@ import click
 from tipbench._redact import redact_uri
 from tipbench.cli import _options as options
 from tipbench.cli._progress import JudgeProgress
-from tipbench.judge import DEFAULT_JUDGE_MODEL, AutoJudgeResult, auto_judge
+from tipbench.judge import DEFAULT_JUDGE_MODEL, AutoJudgeConfig, AutoJudgeResult, auto_judge
 from tipbench.tracking import TrackingStore
 
 
@@ -28,35 +28,15 @@ from tipbench.tracking import TrackingStore
 @options.ollama_url
 @options.openai_base_url
 @options.tracking_uri
-def auto_command(
-    experiment: str,
-    judge_model: str,
-    max_model_b: float,
-    allow_unknown_size: bool,
-    rejudge: bool,
-    suite: str | None,
-    ollama_url: str,
-    openai_base_url: str | None,
-    tracking_uri: str | None,
-) -> None:
+def auto_command(tracking_uri: str | None, **options: object) -> None:
     """Score every candidate with an LLM judge against the rubric (auto_* metrics).
 
     Human scores are never touched. Re-running resumes: judged runs are skipped, failed
     ones retried.
     """
+    config = AutoJudgeConfig.model_validate(options)
     with JudgeProgress() as progress:
-        result = auto_judge(
-            TrackingStore(tracking_uri),
-            experiment,
-            judge_model,
-            max_model_b=max_model_b,
-            allow_unknown_size=allow_unknown_size,
-            ollama_url=ollama_url,
-            openai_base_url=openai_base_url,
-            suite=suite,
-            progress=progress,
-            rejudge=rejudge,
-        )
+        result = auto_judge(TrackingStore(tracking_uri), config, progress=progress)
     report(result)
     sys.exit(result.exit_code)
 

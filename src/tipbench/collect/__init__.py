@@ -1,8 +1,8 @@
 """Collect (phase A): run the (model × prompt × scenario) grid and record each cell."""
 
+from tipbench._phase import DEFAULT_EXPERIMENT
 from tipbench.collect._config import (
     BENCH_EXPERIMENT_PATTERN,
-    DEFAULT_EXPERIMENT,
     DEFAULT_MODELS,
     DEFAULT_PROMPTS,
     OLLAMA_PRESET,

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import Field, field_validator
 
 from tipbench._errors import ConfigError
-from tipbench.backends import DEFAULT_OLLAMA_URL, ModelSpec, parse_model_list
+from tipbench._phase import PhaseConfig
+from tipbench.backends import ModelSpec, parse_model_list
 
 DEFAULT_MODELS = "llamacpp:smollm2-135m"
 DEFAULT_PROMPTS = "v1,v2-mentor,v3-few-shot"
-DEFAULT_EXPERIMENT = "tip-bench-auto"
 #: The documented preset of the Ollama grid.
 OLLAMA_PRESET = "qwen2.5:0.5b,qwen2.5:1.5b,gemma3:1b,llama3.2:3b"
 
-ExperimentName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 #: The experiments the admin API and the DAGs work on: `tip-bench-NAME`.
 BENCH_EXPERIMENT_PATTERN = r"^tip-bench-[A-Za-z0-9][A-Za-z0-9._-]{0,89}$"
 
@@ -26,10 +22,8 @@ def _split(value: str | list[str]) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-class CollectConfig(BaseModel):
+class CollectConfig(PhaseConfig):
     """A grid to collect. Validated the same way from the CLI, the API and the DAG."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     models: list[str] = Field(default_factory=lambda: _split(DEFAULT_MODELS), min_length=1)
     prompts: list[str] = Field(default_factory=lambda: _split(DEFAULT_PROMPTS), min_length=1)
@@ -37,17 +31,9 @@ class CollectConfig(BaseModel):
     n_scenarios: int = Field(default=0, ge=0, le=1000)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     seed: int = Field(default=42, ge=0, le=2**31 - 1)
-    experiment: ExperimentName = DEFAULT_EXPERIMENT
-    max_model_b: float = Field(default=4.0, gt=0.0, le=1000.0)
-    allow_unknown_size: bool = False
     max_tokens: int | None = Field(default=None, ge=16, le=8192)
     diversity: bool = False
     concurrency: int = Field(default=1, ge=1, le=32)
-    ollama_url: str = Field(
-        default_factory=lambda: os.environ.get("OLLAMA_HOST", DEFAULT_OLLAMA_URL)
-    )
-    openai_base_url: str | None = Field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL"))
-    suite: str | None = None
     use_cache: bool = True
 
     @field_validator("models", "prompts", mode="before")

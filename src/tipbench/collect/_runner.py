@@ -10,15 +10,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tipbench._errors import BackendError, GenerationFailed
-from tipbench.backends import (
-    DEFAULT_OPENAI_BASE_URL,
-    Backend,
-    BackendOptions,
-    RetryPolicy,
-    call_with_retries,
-    check_size,
-    open_backend,
-)
+from tipbench._phase import PhaseResult, SilentProgress
+from tipbench.backends import Backend, RetryPolicy, call_with_retries, open_checked, resident
 from tipbench.collect._cache import ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._grid import Cell, plan_grid
@@ -36,15 +29,12 @@ class CollectProgress(Protocol):
     def note(self, message: str) -> None: ...
 
 
-class _Silent:
-    def begin(self, total: int, done: int) -> None: ...
-    def advance(self, outcome: CellOutcome) -> None: ...
-    def note(self, message: str) -> None: ...
-
-
 @dataclass
-class CollectResult:
-    """What a collection did; `exit_code` is 0 only if every cell is recorded successfully."""
+class CollectResult(PhaseResult):
+    """What a collection did; `exit_code` is 0 only if every cell is recorded successfully.
+
+    `failed` and `unwritten` name cells (`model|prompt_version|scenario_id`).
+    """
 
     experiment: str
     tracking_uri: str
@@ -52,16 +42,7 @@ class CollectResult:
     total: int
     skipped: int = 0
     succeeded: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (cell, error)
-    unwritten: list[tuple[str, str]] = field(default_factory=list)  # (cell, error)
     model_loads: Counter[str] = field(default_factory=Counter)
-    interrupted: bool = False
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return 130
-        return 1 if self.failed or self.unwritten else 0
 
 
 def collect(
@@ -80,7 +61,7 @@ def collect(
         TipbenchError: for bad input (suite, prompt version, model, size) before any
             generation, or when the tracking store cannot be used.
     """
-    progress = progress or _Silent()
+    progress = progress or SilentProgress()
     suite = load_suite(config.suite)
     prompts = [suite.prompt(version) for version in config.prompts]
     scenarios = suite.select_scenarios(config.n_scenarios)
@@ -166,17 +147,12 @@ def preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
 
     Returns each backend with its model's identity (which changes with the weights).
     """
-    options = BackendOptions(
-        ollama_url=config.ollama_url,
-        openai_base_url=config.openai_base_url or DEFAULT_OPENAI_BASE_URL,
-    )
-    backends = []
-    for spec in config.model_specs():
-        backend = open_backend(spec, options)
-        info = backend.describe()
-        check_size(spec, info, config.max_model_b, config.allow_unknown_size)
-        backends.append((backend, info.identity))
-    return backends
+    options = config.backend_options()
+    opened = [
+        open_checked(spec, options, config.max_model_b, config.allow_unknown_size)
+        for spec in config.model_specs()
+    ]
+    return [(model.backend, model.info.identity) for model in opened]
 
 
 def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
@@ -214,33 +190,31 @@ class _Block:
                 todo.append(cell)
         if not todo:
             return
-        self.progress.note(f"loading {backend.spec}")
-        try:  # unload even when Ctrl-C comes during the load
-            try:
-                call_with_retries(lambda _: backend.load(), self.retry)
-            except BackendError as exc:
-                for cell in todo:
-                    failed = CellOutcome(cell, error=f"load failed: {exc}", finished_at=time.time())
-                    self.record(failed)
-                return
-            self.loads[str(backend.spec)] += 1
-            if backend.parallel_requests and self.config.concurrency > 1:
-                with ThreadPoolExecutor(self.config.concurrency) as pool:
-                    try:
-                        for outcome in pool.map(lambda c: self._generate(backend, c), todo):
-                            self.record(outcome)
-                    except BaseException:
-                        pool.shutdown(wait=False, cancel_futures=True)
-                        raise
-            else:
-                for cell in todo:
-                    self.record(self._generate(backend, cell))
-        finally:
-            self.progress.note(f"unloading {backend.spec}")
-            try:
-                backend.unload()
-            except BackendError as exc:
-                self.progress.note(f"could not unload {backend.spec}: {exc}")
+        loaded = False
+        try:
+            with resident(backend, self.retry, self.progress.note):
+                loaded = True
+                self.loads[str(backend.spec)] += 1
+                self._generate_all(backend, todo)
+        except BackendError as exc:
+            if loaded:  # generation turns its errors into outcomes: this is not one
+                raise
+            for cell in todo:
+                failed = CellOutcome(cell, error=f"load failed: {exc}", finished_at=time.time())
+                self.record(failed)
+
+    def _generate_all(self, backend: Backend, cells: list[Cell]) -> None:
+        if backend.parallel_requests and self.config.concurrency > 1:
+            with ThreadPoolExecutor(self.config.concurrency) as pool:
+                try:
+                    for outcome in pool.map(lambda c: self._generate(backend, c), cells):
+                        self.record(outcome)
+                except BaseException:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+        else:
+            for cell in cells:
+                self.record(self._generate(backend, cell))
 
     def _from_cache(self, cell: Cell) -> CellOutcome | None:
         if self.cache is None:

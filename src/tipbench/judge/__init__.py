@@ -8,6 +8,7 @@ from tipbench.judge._agreement import (
 )
 from tipbench.judge._auto import (
     DEFAULT_JUDGE_MODEL,
+    AutoJudgeConfig,
     AutoJudgeProgress,
     AutoJudgeResult,
     auto_judge,
@@ -60,6 +61,7 @@ __all__ = [
     "TIERS",
     "Agreement",
     "ApplyResult",
+    "AutoJudgeConfig",
     "AutoJudgeProgress",
     "AutoJudgeResult",
     "Calibration",

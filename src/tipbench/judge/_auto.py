@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from pydantic import field_validator
+
 from tipbench._errors import BackendError, ConfigError, GenerationFailed, TrackingError
+from tipbench._phase import PhaseConfig, PhaseResult, SilentProgress
 from tipbench.backends import (
     Backend,
     BackendOptions,
@@ -23,8 +26,8 @@ from tipbench.backends import (
     ModelSpec,
     RetryPolicy,
     call_with_retries,
-    check_size,
-    open_backend,
+    open_checked,
+    resident,
 )
 from tipbench.judge._auto_prompt import judge_messages, parse_scores, score_schema
 from tipbench.judge._candidates import CellCandidates, fetch_candidates
@@ -57,7 +60,6 @@ JUDGE_N_CTX = 4096
 #: same request would give the same answer again. Such candidates are listed in a tag.
 RESAMPLE_TEMPERATURE = 0.3
 
-#: The judge's raw answers of the latest pass (and `auto_answers/v<N>.json` per version).
 _ERROR_CHARS = 1000
 
 
@@ -69,15 +71,30 @@ class AutoJudgeProgress(Protocol):
     def note(self, message: str) -> None: ...
 
 
-class SilentProgress:
-    def begin(self, total: int, done: int) -> None: ...
-    def advance(self, label: str, error: str | None = None, count: int = 1) -> None: ...
-    def note(self, message: str) -> None: ...
+class AutoJudgeConfig(PhaseConfig):
+    """A pass of the automatic judge (the keys every phase shares, as for collect).
+
+    Validated the same way from the CLI, the API and the DAG.
+    """
+
+    judge_model: str = DEFAULT_JUDGE_MODEL
+    rejudge: bool = False  # judge runs that already have automatic scores again (a new version)
+
+    @field_validator("judge_model")
+    @classmethod
+    def _model_spec(cls, value: str) -> str:
+        try:
+            return str(ModelSpec.parse(value))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
 
 @dataclass
-class AutoJudgeResult:
-    """What a judging pass did; `exit_code` is 0 only if every pending run was judged."""
+class AutoJudgeResult(PhaseResult):
+    """What a judging pass did; `exit_code` is 0 only if every pending run was judged.
+
+    `failed` and `unwritten` name runs.
+    """
 
     experiment: str
     tracking_uri: str
@@ -86,66 +103,48 @@ class AutoJudgeResult:
     skipped: int = 0  # already auto-judged
     judged: int = 0
     candidates: int = 0  # candidates scored in this pass
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (run name, error)
-    unwritten: list[tuple[str, str]] = field(default_factory=list)  # (run name, error)
     model_loads: int = 0
-    interrupted: bool = False
     warnings: list[str] = field(default_factory=list)  # e.g. constant scores
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return 130
-        return 1 if self.failed or self.unwritten else 0
 
 
 def auto_judge(
     store: TrackingStore,
-    experiment: str,
-    judge_model: str = DEFAULT_JUDGE_MODEL,
+    config: AutoJudgeConfig,
     *,
-    max_model_b: float = 4.0,
-    allow_unknown_size: bool = False,
-    ollama_url: str | None = None,
-    openai_base_url: str | None = None,
-    suite: str | Path | None = None,
     retry: RetryPolicy | None = None,
     progress: AutoJudgeProgress | None = None,
-    rejudge: bool = False,
 ) -> AutoJudgeResult:
     """Score every candidate of the experiment's runs that have no automatic scores yet.
 
     Args:
         store: The MLflow store the experiment lives in.
-        experiment: The experiment's name.
-        judge_model: A model spec; the size guard applies as for collect.
-        max_model_b: Refuse judge models above this many billion parameters.
-        allow_unknown_size: Accept a judge model whose size no metadata tells.
-        ollama_url: Ollama server [default: `$OLLAMA_HOST`, else localhost].
-        openai_base_url: OpenAI-compatible server [default: `$OPENAI_BASE_URL`, else localhost].
-        suite: The suite whose rubric the runs were collected under [default: bundled].
+        config: The experiment, the judge model (the size guard applies as for collect),
+            the servers, the suite whose rubric the runs were collected under, `rejudge`.
         retry: Retries of transient failures and unparsable answers, per candidate.
         progress: Receives progress per candidate.
-        rejudge: Judge runs that already have automatic scores again (a new version).
 
     Raises:
         TipbenchError: for bad input (experiment, model, size, a run collected under another
             rubric) before the judge model is loaded, or when the store cannot be used.
         BackendError: the judge model could not be loaded, after retries (nothing written).
     """
-    if max_model_b <= 0:
-        raise ConfigError(f"max_model_b must be above 0, not {max_model_b:g}")
     progress = progress or SilentProgress()
     retry = retry or RetryPolicy()
-    spec = ModelSpec.parse(judge_model)
-    backend = open_backend(spec, judge_backend_options(ollama_url, openai_base_url))
+    experiment = config.experiment
+    spec = ModelSpec.parse(config.judge_model)
     experiment_id = store.experiment_id(experiment)
     runs = store.cell_runs(experiment_id, judgeable=True)
     pending = sorted(
-        (run for run in runs if rejudge or not run.judged_by("auto")), key=lambda run: run.label
+        (run for run in runs if config.rejudge or not run.judged_by("auto")),
+        key=lambda run: run.label,
     )
-    rubric = _rubric_for(pending, suite)
-    check_size(spec, backend.describe(), max_model_b, allow_unknown_size)
+    rubric = _rubric_for(pending, config.suite)
+    backend = open_checked(
+        spec,
+        config.backend_options(n_ctx=JUDGE_N_CTX),
+        config.max_model_b,
+        config.allow_unknown_size,
+    ).backend
 
     result = AutoJudgeResult(experiment, store.uri, str(spec), len(runs), len(runs) - len(pending))
     waiting = {run.run_id for run in pending}
@@ -166,28 +165,22 @@ def auto_judge(
     judge = CandidateJudge(backend, rubric.text(), retry, progress)
     writer = BackgroundWriter(store)
     try:
-        progress.note(f"loading {spec}")
-        call_with_retries(lambda _: backend.load(), retry)
-        result.model_loads += 1
-        for run, cell in zip(pending, cells, strict=True):
-            name = run.label
-            verdict = judge.cell(name, cell)
-            if verdict.error is not None:
-                result.failed.append((name, verdict.error))
-                writer.submit(name, _write_error(run.run_id, verdict.error, str(spec), verdict))
-            else:
-                result.judged += 1
-                result.candidates += len(verdict.scores)
-                writer.submit(name, _write_scores(run, verdict, str(spec)))
+        with resident(backend, retry, progress.note):
+            result.model_loads += 1
+            for run, cell in zip(pending, cells, strict=True):
+                name = run.label
+                verdict = judge.cell(name, cell)
+                if verdict.error is not None:
+                    result.failed.append((name, verdict.error))
+                    writer.submit(name, _write_error(run.run_id, verdict.error, str(spec), verdict))
+                else:
+                    result.judged += 1
+                    result.candidates += len(verdict.scores)
+                    writer.submit(name, _write_scores(run, verdict, str(spec)))
     except KeyboardInterrupt:
         result.interrupted = True
         raise
     finally:
-        progress.note(f"unloading {spec}")
-        try:
-            backend.unload()
-        except BackendError as exc:
-            progress.note(f"could not unload {spec}: {exc}")
         progress.note("writing the last scores to MLflow")
         result.unwritten = [(f.label, f.error) for f in writer.close()]
     result.warnings = constant_score_warnings(store.cell_runs(experiment_id, judgeable=True))

@@ -17,21 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tipbench._errors import BackendError, ConfigError
+from tipbench._errors import ConfigError
+from tipbench._phase import SilentProgress
 from tipbench.backends import (
     Backend,
     ModelSpec,
     RetryPolicy,
-    call_with_retries,
-    check_size,
+    checked,
     open_backend,
+    resident,
 )
 from tipbench.judge._agreement import quadratic_weighted_kappa
 from tipbench.judge._auto import (
     AutoJudgeProgress,
     CandidateJudge,
     RawAnswer,
-    SilentProgress,
     judge_backend_options,
 )
 from tipbench.judge._candidates import CellCandidates
@@ -178,8 +178,11 @@ def calibrate(
             f"suite {loaded.label} has no calibration set (calibration.yaml in {loaded.path})"
         )
     spec = ModelSpec.parse(judge_model)
-    backend = backend or open_backend(spec, judge_backend_options(ollama_url, openai_base_url))
-    check_size(spec, backend.describe(), max_model_b, allow_unknown_size)
+    backend = checked(
+        backend or open_backend(spec, judge_backend_options(ollama_url, openai_base_url)),
+        max_model_b,
+        allow_unknown_size,
+    ).backend
     progress = progress or SilentProgress()
     retry = retry or RetryPolicy()
     judge = CandidateJudge(backend, loaded.rubric.text(), retry, progress)
@@ -188,9 +191,7 @@ def calibrate(
     judged: dict[str, Scores] = {}
     answers: dict[str, tuple[RawAnswer, ...]] = {}
     failed: list[tuple[str, str]] = []
-    try:
-        progress.note(f"loading {spec}")
-        call_with_retries(lambda _: backend.load(), retry)
+    with resident(backend, retry, progress.note):
         for cell in cells:
             tip_id = cell.run_id
             verdict = judge.cell(tip_id, cell)
@@ -199,12 +200,6 @@ def calibrate(
                 failed.append((tip_id, verdict.error))
             else:
                 judged[tip_id] = verdict.scores[tip_id]
-    finally:
-        progress.note(f"unloading {spec}")
-        try:
-            backend.unload()
-        except BackendError as exc:
-            progress.note(f"could not unload {spec}: {exc}")
     agreed = {tip.id: Scores(**tip.scores) for tip in calibration_set.tips}
     order = [tip.id for tip in calibration_set.tips if tip.id in judged]
     return Calibration(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tipbench._phase import PhaseResult
 from tipbench.judge._file import (
     ItemRef,
     JudgeFile,
@@ -48,15 +49,17 @@ class PendingRun:
 
 
 @dataclass
-class ApplyResult:
-    """What `apply` did: runs written, already up to date, and not yet completely scored."""
+class ApplyResult(PhaseResult):
+    """What `apply` did: runs written, already up to date, and not yet completely scored.
+
+    `failed` names the runs (by id) whose scores could not be written.
+    """
 
     applied: int = 0
     unchanged: int = 0
     incomplete: int = 0
     drafted: int = 0  # incomplete runs whose draft was written now
     pending: list[PendingRun] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (run id, error)
 
 
 def default_judge() -> str:

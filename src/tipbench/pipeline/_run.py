@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipbench._errors import TrackingError
+from tipbench._phase import PhaseConfig
 from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
 from tipbench.compare import (
     DEFAULT_MIN_SCENARIOS,
@@ -17,6 +18,7 @@ from tipbench.compare import (
 from tipbench.judge import (
     DEFAULT_JUDGE_MODEL,
     TIERS,
+    AutoJudgeConfig,
     AutoJudgeProgress,
     AutoJudgeResult,
     ExportResult,
@@ -101,17 +103,8 @@ def judge_grid(
     progress: AutoJudgeProgress | None = None,
 ) -> AutoJudgeResult:
     """The automatic judge over a collected grid, on the grid's servers and size guard."""
-    return auto_judge(
-        store,
-        config.experiment,
-        judge_model,
-        max_model_b=config.max_model_b,
-        allow_unknown_size=config.allow_unknown_size,
-        ollama_url=config.ollama_url,
-        openai_base_url=config.openai_base_url,
-        suite=config.suite,
-        progress=progress,
-    )
+    shared = config.model_dump(include=set(PhaseConfig.model_fields))
+    return auto_judge(store, AutoJudgeConfig(judge_model=judge_model, **shared), progress=progress)
 
 
 @dataclass(frozen=True)
