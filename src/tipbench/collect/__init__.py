@@ -5,7 +5,6 @@ from tipbench.collect._config import (
     BENCH_EXPERIMENT_PATTERN,
     DEFAULT_MODELS,
     DEFAULT_PROMPTS,
-    OLLAMA_PRESET,
     CollectConfig,
 )
 from tipbench.collect._grid import Cell, plan_grid
@@ -18,7 +17,6 @@ __all__ = [
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",
-    "OLLAMA_PRESET",
     "Cell",
     "CellOutcome",
     "CollectConfig",

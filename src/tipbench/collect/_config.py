@@ -10,8 +10,6 @@ from tipbench.backends import ModelSpec, parse_model_list
 
 DEFAULT_MODELS = "llamacpp:smollm2-135m"
 DEFAULT_PROMPTS = "v1,v2-mentor,v3-few-shot"
-#: The documented preset of the Ollama grid.
-OLLAMA_PRESET = "qwen2.5:0.5b,qwen2.5:1.5b,gemma3:1b,llama3.2:3b"
 
 #: The experiments the admin API and the DAGs work on: `tip-bench-NAME`.
 BENCH_EXPERIMENT_PATTERN = r"^tip-bench-[A-Za-z0-9][A-Za-z0-9._-]{0,89}$"

@@ -16,9 +16,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import HTTPException, Request, status
 from starlette.requests import HTTPConnection
 
 from tipbench.server._sessions import SessionStore
@@ -199,5 +199,3 @@ async def _check_csrf(request: Request) -> None:
     if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")
 
-
-Admin = Annotated[str, Depends(require_admin)]

@@ -59,10 +59,6 @@ class JobRunner:
         self._cancelled = False  # whether an admin stopped it (else the server is stopping)
         self._thread: threading.Thread | None = None
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def start(self) -> None:
         """Mark jobs left running by a dead server interrupted, then start the thread."""
         orphans = [job.pid for job in self.store.interrupt_running(INTERRUPTED) if job.pid]
