@@ -8,8 +8,8 @@ same process, rounds alternating which goes first:
   (a) baseline: MLflow's own `MlflowClient.search_runs` fetching the same runs (the same
       experiment and filter), page by page until done; the faster of 5,000-run pages and
       50,000-run pages (MLflow's maximum, what tipbench uses) counts;
-  (b) `tipbench compare --experiment E` as a user runs it (both tiers, the table, the
-      leaderboard logged to MLflow), invoked in-process through its click command.
+  (b) `tipbench compare --experiment E --log` (both tiers, the table, the leaderboard
+      logged to MLflow), invoked in-process through its click command.
 
 It prints b/a per round, and b/a from each side's best round (target ≤ 1.5: other work on
 the machine only ever adds time, so the best rounds are the least disturbed; the median of
@@ -73,8 +73,10 @@ def search_runs(store: TrackingStore, experiment_id: str, page_size: int) -> int
 
 def compare_command(uri: str, *extra: str) -> str:
     result = CliRunner().invoke(
-        cli, ["compare", "--experiment", judged_store.EXPERIMENT, "--tracking-uri", uri, *extra]
-    )
+        cli,
+        ["compare", "--experiment", judged_store.EXPERIMENT, "--tracking-uri", uri, "--log",
+         *extra],
+    )  # fmt: skip
     if result.exit_code != 0:
         raise SystemExit(f"compare failed: {result.output}{result.exception!r}")
     return result.stdout

@@ -127,3 +127,26 @@ def test_parse_model_list_refuses_an_empty_list(text: str) -> None:
 def test_parse_model_list_names_the_bad_entry() -> None:
     with pytest.raises(ConfigError, match="'ollama:'"):
         parse_model_list("qwen2.5:0.5b,ollama:")
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("lamacpp:smollm2-135m", "did you mean llamacpp:? "),
+        ("lamacpp:/models/x.gguf", "did you mean llamacpp:? "),
+        ("opanai:gpt", "did you mean openai:? "),
+        ("foo:bar", ""),
+    ],
+)
+def test_unknown_backend_prefix_names_the_known_backends(text: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ModelSpec.parse(text)
+    message = str(caught.value)
+    assert message.startswith(f"unknown backend {text.split(':')[0]!r} in model spec {text!r}")
+    assert f"{hint}the backends are llamacpp, ollama, openai" in message
+    assert f"ollama:{text}" in message  # how to say it is an Ollama tag after all
+
+
+@pytest.mark.parametrize("text", ["mistral:latest", "phi:2.7b", "foo:3b-instruct-q4_K_M"])
+def test_bare_ollama_tags_still_mean_ollama(text: str) -> None:
+    assert ModelSpec.parse(text) == ModelSpec("ollama", text)

@@ -344,6 +344,9 @@ class InterruptAfter:
     def begin(self, total: int, done: int) -> None:
         pass
 
+    def start(self, label: str) -> None:
+        pass
+
     def advance(self, outcome: CellOutcome) -> None:
         self.seen.append(outcome.cell.name)
         if len(self.seen) == self.cells:
@@ -386,3 +389,37 @@ def test_ctrl_c_while_the_model_loads_still_unloads_it(sqlite_uri: str) -> None:
             collect(grid_config(server), tracking_uri=sqlite_uri)
         assert server.loads == {QWEN: 1}
         assert server.resident == set()
+
+
+class Recorder:
+    """A progress receiver that records what it is told, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def begin(self, total: int, done: int) -> None:
+        self.events.append(("begin", f"{done}/{total}"))
+
+    def start(self, label: str) -> None:
+        self.events.append(("start", label))
+
+    def advance(self, outcome: CellOutcome) -> None:
+        self.events.append(("done", outcome.cell.name))
+
+    def note(self, message: str) -> None:
+        self.events.append(("note", message))
+
+
+def test_progress_names_each_cell_while_it_is_generated(
+    server: FakeOllama, sqlite_uri: str
+) -> None:
+    recorder = Recorder()
+    result = collect(grid_config(server), tracking_uri=sqlite_uri, progress=recorder)
+    assert result.exit_code == 0
+    steps = [event for event in recorder.events if event[0] in ("start", "done")]
+    assert len(steps) == 2 * result.total
+    for started, done in zip(steps[::2], steps[1::2], strict=True):
+        assert started[0] == "start" and done == ("done", started[1])  # one at a time
+    loads = [i for i, e in enumerate(recorder.events) if e[1].startswith("loading ")]
+    first_start = next(i for i, e in enumerate(recorder.events) if e[0] == "start")
+    assert loads and loads[0] < first_start  # the bar says "loading" only before generating

@@ -27,8 +27,8 @@ from tipbench.compare._plot import _LEADER, _UNRANKED
 from tipbench.tracking import KIND_TAG, TrackingStore
 
 
-def compare(judged: JudgedExperiment, *args: str) -> Result:
-    result = CliRunner().invoke(
+def compare(judged: JudgedExperiment, *args: str, columns: int = 200) -> Result:
+    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(
         cli, ["compare", "--experiment", judged.name, "--tracking-uri", judged.uri, *args]
     )
     assert result.exit_code == 0, result.output
@@ -67,10 +67,12 @@ def test_csv_has_a_line_per_row_of_each_tier(judged: JudgedExperiment) -> None:
     ] + [("auto", r.model, str(r.rank or "")) for r in auto.rows]
     beta = next(line for line in lines if line["tier"] == "human" and line["model"] == BETA)
     row = human.row(BETA, "v1")
-    assert float(beta["composite"]) == row.composite
-    assert float(beta["ci_low"]) == row.ci_low and float(beta["ci_high"]) == row.ci_high
+    assert beta["composite"] == "11.83"  # rounded like the table: 71/6
+    assert float(beta["ci_low"]) == round(row.ci_low, 2)
+    assert float(beta["ci_high"]) == round(row.ci_high, 2)
     assert row.vs_leader is not None
-    assert float(beta["vs_leader_p_value"]) == row.vs_leader.p_value
+    assert beta["vs_leader_diff"] == "-2.33" and beta["vs_leader_p_value"] == "0.031"
+    assert beta["vs_leader_verdict"] == "different"
     assert beta["tied_with_leader"] == "False"
     assert lines[0]["vs_leader_diff"] == ""  # the leader
 
@@ -110,7 +112,7 @@ def test_chart_is_drawn(judged: JudgedExperiment, tmp_path: Path) -> None:
 
 def test_leaderboard_is_logged_to_the_experiment(judged: JudgedExperiment, tmp_path: Path) -> None:
     path = tmp_path / "chart.png"
-    printed = compare(judged, "--format", "json", "--plot", str(path))
+    printed = compare(judged, "--format", "json", "--plot", str(path), "--log")
     assert "logged to MLflow: run" in printed.stderr
     [run] = leaderboard_runs(judged.uri, judged.experiment_id)
     assert run.info.status == "FINISHED"
@@ -129,13 +131,15 @@ def test_leaderboard_is_logged_to_the_experiment(judged: JudgedExperiment, tmp_p
         png = Path(client.download_artifacts(run.info.run_id, "leaderboard.png", tmp))
         assert png.read_bytes() == path.read_bytes()
     # The leaderboard run is not a cell: a second compare reads the same cells.
-    again = json.loads(compare(judged, "--format", "json").stdout)
+    again = json.loads(compare(judged, "--format", "json", "--log").stdout)
     assert without_time(again) == without_time(json.loads(printed.stdout))
     assert len(leaderboard_runs(judged.uri, judged.experiment_id)) == 2
 
 
-def test_no_log_writes_nothing(judged: JudgedExperiment) -> None:
-    compare(judged, "--no-log")
+def test_looking_writes_nothing(judged: JudgedExperiment) -> None:
+    for args in ((), ("--format", "json"), ("--tier", "auto", "--format", "csv"), ("--no-log",)):
+        result = compare(judged, *args)
+        assert "logged to MLflow" not in result.stderr
     assert leaderboard_runs(judged.uri, judged.experiment_id) == []
 
 
@@ -146,10 +150,71 @@ def test_tracking_failure_is_only_a_warning(
         raise OSError("disk full")
 
     monkeypatch.setattr(MlflowClient, "log_artifacts", refuse)
-    result = compare(judged, "--tier", "human", "--format", "json")
+    result = compare(judged, "--tier", "human", "--format", "json", "--log")
     assert json.loads(result.stdout)["leader"]["model"] == ALPHA
     assert "warning: leaderboard not logged: " in result.stderr and "disk full" in result.stderr
     assert leaderboard_runs(judged.uri, judged.experiment_id) == []  # nothing half written
+
+
+def test_table_fits_80_columns(judged: JudgedExperiment) -> None:
+    narrow = compare(judged, columns=80).stdout  # piped, as in a test: COLUMNS decides
+    lines = narrow.splitlines()
+    assert max(len(line) for line in lines) <= 80, narrow
+    assert "tip-bench-test-" in narrow and "human judge · 21 judged runs" in narrow  # one line
+    headings = next(line for line in lines if line.lstrip().startswith("#"))
+    assert headings.split() == ["#", "model", "prompt", "comp.", "95%", "CI", "Δ", "vs",
+                                "leader", "p"]  # fmt: skip
+    beta = next(line for line in lines if " beta " in line and "v1" in line)
+    assert beta.split() == ["2", "beta", "v1", "11.83", "[11.33,", "12.33]", "−2.33", "0.031"]
+
+    wide = compare(judged, columns=200).stdout
+    assert max(len(line) for line in wide.splitlines()) <= 200
+    headings = next(line for line in wide.splitlines() if line.lstrip().startswith("#"))
+    for heading in ("composite", "relev.", "action.", "tone", "format ok", "overlong",
+                    "scen.", "cand.", "Δ vs leader [CI]"):  # fmt: skip
+        assert heading in headings
+    assert f"  {BETA}  " in wide
+
+    middle = compare(judged, columns=110).stdout  # the criteria go before the names shrink
+    assert max(len(line) for line in middle.splitlines()) <= 110
+    assert BETA in middle and "relev." not in middle and "composite" in middle
+
+
+def test_comparisons_that_cannot_conclude_say_so(judged: JudgedExperiment) -> None:
+    """gamma|v1 pairs with the human leader on three scenarios; delta|v1 trails the auto
+    leader by exactly 1 on each of its three (an interval of [−1, −1]): no p below 0.25 is
+    attainable, so neither is shown as tied (≈) nor as behind."""
+    text = compare(judged).stdout
+    assert text.count("smallest attainable p is 0.25 ≥ α = 0.05") == 2  # one per tier
+    assert "judge at least 6 scenarios per cell" in text
+    gamma = next(line for line in text.splitlines() if GAMMA in line)
+    assert "?" in gamma and "≈" not in gamma and "1.000*" in gamma
+    delta = next(line for line in text.splitlines() if "ollama:delta" in line)
+    assert "−1.00 [−1.00, −1.00] ?" in delta and "0.250*" in delta
+    result = compare(judged, "--tier", "auto", "--format", "json")
+    document = json.loads(result.stdout)
+    row = next(r for r in document["rows"] if r["model"] == "ollama:delta")
+    assert row["tied_with_leader"] is False and row["vs_leader"]["verdict"] == "inconclusive"
+    assert "warning: auto tier: 1 comparison with the leader cannot be significant" in (
+        result.stderr
+    )
+
+
+def test_chart_folder_is_made_and_a_bad_path_refused_before_any_work(
+    judged: JudgedExperiment, tmp_path: Path
+) -> None:
+    path = tmp_path / "new" / "folder" / "board.png"
+    compare(judged, "--plot", str(path))
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    for bad in (blocker / "board.png", tmp_path):
+        result = tipbench("compare", "--experiment", judged.name, "--tracking-uri", judged.uri,
+                          "--plot", str(bad), "--log")  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith("error: Invalid value for '--plot': ")
+    assert leaderboard_runs(judged.uri, judged.experiment_id) == []
 
 
 def test_experiment_without_judged_runs(sqlite_uri: str, experiment: str) -> None:
@@ -176,6 +241,11 @@ def test_bad_input_is_one_line_and_exit_2(sqlite_uri: str) -> None:
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr
         assert expected in result.stderr
+    # A store that does not exist is not created just to say so.
+    missing = sqlite_uri.replace("mlflow.db", "missing.db")
+    result = tipbench("compare", "--tracking-uri", missing, "--experiment", "nope")
+    assert result.returncode == 2 and result.stderr == f"error: no experiment 'nope' at {missing}\n"
+    assert not Path(missing.removeprefix("sqlite:///")).exists()
 
 
 @pytest.mark.slow
@@ -184,7 +254,7 @@ def test_against_a_real_mlflow_server(
 ) -> None:
     judged = make_judged_experiment(mlflow_server.url, experiment)
     path = tmp_path / "chart.png"
-    result = compare(judged, "--tier", "auto", "--format", "json", "--plot", str(path))
+    result = compare(judged, "--tier", "auto", "--format", "json", "--plot", str(path), "--log")
     printed = json.loads(result.stdout)
     assert printed["leader"] == {"model": BETA, "prompt_version": "v1"}
     [run] = leaderboard_runs(mlflow_server.url, judged.experiment_id)

@@ -108,7 +108,10 @@ def test_comparison_with_the_leader_pairs_shared_scenarios(judged: JudgedExperim
     assert gamma.vs_leader.n_pairs == 3
     assert gamma.vs_leader.mean_diff == pytest.approx(0.0)  # +1, 0, −1
     assert gamma.composite < beta.composite  # ranked by mean, though level on shared ones
-    assert gamma.tied_with_leader
+    # Three pairs: no p below 2/8 is attainable, so nothing can be concluded, not even a tie.
+    assert gamma.vs_leader.min_p_value == 0.25
+    assert gamma.verdict == "inconclusive"
+    assert not gamma.tied_with_leader
 
 
 def test_cells_with_too_little_data_are_shown_unranked(judged: JudgedExperiment) -> None:
@@ -137,8 +140,17 @@ def test_each_tier_ranks_its_own_scores(judged: JudgedExperiment) -> None:
     assert GAMMA not in {r.model for r in auto.rows}  # judged by the human tier only
     delta = auto.row(DELTA, "v1")
     assert delta.vs_leader is not None and delta.vs_leader.n_pairs == 3
-    assert delta.tied_with_leader  # −1 on three scenarios: p = 2/8
-    assert not auto.row(ALPHA, "v1").tied_with_leader  # −2 on six: p = 2/64
+    # −1 on each of three scenarios (the case): the interval [−1, −1] excludes 0 but
+    # p = 2/8 cannot be significant; neither a tie nor a difference is claimed.
+    assert (delta.vs_leader.ci_low, delta.vs_leader.ci_high) == (-1.0, -1.0)
+    assert delta.vs_leader.p_value == 0.25 == delta.vs_leader.min_p_value
+    assert delta.verdict == "inconclusive" and not delta.tied_with_leader
+    document = delta.to_dict()
+    assert document["tied_with_leader"] is False
+    assert document["vs_leader"]["verdict"] == "inconclusive"
+    assert document["vs_leader"]["min_p_value"] == 0.25
+    alpha = auto.row(ALPHA, "v1")  # −2 on six: p = 2/64, the interval excludes 0
+    assert alpha.verdict == "different" and not alpha.tied_with_leader
 
 
 def test_build_leaderboard_is_a_pure_function_of_the_runs(judged: JudgedExperiment) -> None:

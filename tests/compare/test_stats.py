@@ -12,8 +12,11 @@ from tipbench.compare import (
     EXACT_MAX_PAIRS,
     PairedComparison,
     bootstrap_mean_ci,
+    min_attainable_p,
     paired_comparison,
+    pairs_needed,
     tied,
+    verdict,
 )
 
 
@@ -182,3 +185,28 @@ def test_identical_cells_are_tied() -> None:
     assert result.mean_diff == 0.0
     assert result.p_value == 1.0
     assert tied(result)
+
+
+def test_minimum_attainable_p_value() -> None:
+    assert min_attainable_p(3) == 0.25  # the README's 3-scenario grid: nothing can pass 0.05
+    assert min_attainable_p(5) == 2 / 32 and min_attainable_p(6) == 2 / 64
+    assert min_attainable_p(17, n_resamples=999) == 1 / 1000  # sampled above 16 pairs
+    assert math.isnan(min_attainable_p(0))
+    assert pairs_needed(0.05) == 6 and pairs_needed(0.01) == 8
+    result = paired_comparison({"a": 3.0, "b": 4.0, "c": 5.0}, {"a": 2.0, "b": 3.0, "c": 4.0})
+    assert result.min_p_value == 0.25 == result.p_value
+
+
+def test_verdict_needs_the_test_and_the_interval_to_agree() -> None:
+    def comparison(p_value: float, low: float, high: float, n: int = 10) -> PairedComparison:
+        return PairedComparison(
+            n, (low + high) / 2, low, high, p_value, True, 0.95, min_attainable_p(n)
+        )
+
+    assert verdict(comparison(0.01, -0.9, -0.1)) == "different"
+    assert verdict(comparison(0.40, -0.5, 0.3)) == "not different"
+    assert verdict(comparison(0.08, -0.9, -0.1)) == "inconclusive"  # interval excludes 0
+    assert verdict(comparison(0.04, -0.9, 0.1)) == "inconclusive"  # interval holds 0
+    assert verdict(comparison(0.25, -1.0, -1.0, n=3)) == "inconclusive"  # cannot reach 0.05
+    assert verdict(comparison(0.25, -1.0, 1.0, n=3)) == "inconclusive"  # nor claim a tie
+    assert verdict(paired_comparison({"a": 1.0}, {"b": 2.0})) == "inconclusive"  # no pairs

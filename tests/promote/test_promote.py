@@ -114,6 +114,22 @@ def test_tiers_that_disagree_refuse(sqlite_uri: str, experiment: str) -> None:
     assert production_prompt(MlflowClient(sqlite_uri), "tipbench-tips") is None
 
 
+def test_an_inconclusive_automatic_tier_does_not_count_as_agreeing(
+    sqlite_uri: str, experiment: str
+) -> None:
+    """On three scenarios the automatic tier puts the human leader 1 point behind its own
+    leader everywhere: no p below 0.25 is attainable, so this is neither a tie nor a
+    significant gap, and the gate does not read it as agreement (it used to: p ≥ 0.05)."""
+    judged(sqlite_uri, experiment, {"v1": 9, "v2-mentor": 13}, {"v1": 12, "v2-mentor": 11}, n=3)
+
+    result = promote(TrackingStore(sqlite_uri), experiment)
+
+    assert not result.decision.promote
+    (agree,) = [c for c in result.decision.checks if c.name == "tiers agree"]
+    assert not agree.passed
+    assert "cannot tell whether it is (p = 0.250, smallest attainable p = 0.25" in agree.reason
+
+
 def test_too_little_judged_data_refuses(sqlite_uri: str, experiment: str) -> None:
     judged(sqlite_uri, experiment, {"v1": 9, "v2-mentor": 13}, {"v1": 8, "v2-mentor": 12}, n=2)
 
@@ -173,3 +189,15 @@ def test_an_uncalibrated_automatic_tier_is_not_counted(
         "promote", "--experiment", experiment, "--tracking-uri", sqlite_uri, "--min-kappa", "-1"
     )
     assert (passing.returncode == 0) is (judge is not None), passing.stdout
+
+
+def test_an_empty_experiment_says_there_is_nothing_to_promote(
+    sqlite_uri: str, experiment: str
+) -> None:
+    TrackingStore(sqlite_uri).experiment_id(experiment, create=True)
+    result = tipbench("promote", "--experiment", experiment, "--tracking-uri", sqlite_uri)
+    assert result.returncode == 3, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first == f"REFUSE nothing: no human leader in {experiment!r} to promote " \
+        "(production now: none)"  # fmt: skip
+    assert "None" not in result.stdout

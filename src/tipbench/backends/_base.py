@@ -6,11 +6,13 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tipbench._errors import ModelSizeUnknown, ModelTooLarge
 from tipbench.backends._spec import ModelSpec
-from tipbench.suite import Message
+
+if TYPE_CHECKING:
+    from tipbench.suite import Message
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"

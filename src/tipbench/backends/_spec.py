@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -14,6 +15,21 @@ BACKEND_NAMES: tuple[BackendName, ...] = ("llamacpp", "ollama", "openai")
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmbt])$", re.IGNORECASE)
 _SIZE_SUFFIX = re.compile(r"@(\d+(?:\.\d+)?[kmbtKMBT])$")
 _SCALE = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+# A bare `word:tail` whose word could be a backend's name and whose tail is not an Ollama
+# tag's size or version (`1.5b`, `3.2`, `latest`) is taken for a mistyped backend prefix
+# (`lamacpp:smollm2`, `foo:bar`); `qwen2.5:1.5b` and `hf.co/org/repo:Q4_K_M` stay Ollama tags.
+_BACKEND_LIKE = re.compile(r"^[A-Za-z_-]+$")
+_OLLAMA_TAG = re.compile(r"^(\d|latest$)")
+
+
+def _unknown_backend(text: str, prefix: str) -> str:
+    known = ", ".join(BACKEND_NAMES)
+    close = difflib.get_close_matches(prefix, BACKEND_NAMES, n=1)
+    hint = f"did you mean {close[0]}:? " if close else ""
+    return (
+        f"unknown backend {prefix!r} in model spec {text.strip()!r}: {hint}the backends are "
+        f"{known} (an Ollama tag of another shape: ollama:{text.strip()})"
+    )
 
 
 def parse_size(text: str) -> int:
@@ -53,6 +69,8 @@ class ModelSpec:
         backend: BackendName
         if sep and prefix in BACKEND_NAMES:
             backend, name = prefix, rest  # type: ignore[assignment,unused-ignore]
+        elif sep and _BACKEND_LIKE.match(prefix) and not _OLLAMA_TAG.match(rest):
+            raise ConfigError(_unknown_backend(text, prefix))
         else:
             backend, name = "ollama", raw  # a bare tag such as qwen2.5:1.5b means Ollama
         if not name or any(c.isspace() for c in name):

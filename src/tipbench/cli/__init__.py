@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 from types import FrameType
@@ -12,30 +13,41 @@ from pydantic import ValidationError
 from tipbench import __version__
 from tipbench._errors import TipbenchError
 from tipbench._redact import redact_text
-from tipbench.cli._airflow import airflow_group
-from tipbench.cli._collect import collect_command
-from tipbench.cli._compare import compare_command
-from tipbench.cli._judge import judge_group
-from tipbench.cli._policy import policy_group
-from tipbench.cli._promote import promote_command
-from tipbench.cli._run import run_command
-from tipbench.cli._serve import serve_command
+
+# Each command's module is imported only when that command runs (or its help is shown), so
+# a small command does not pay for the imports of the others (the model backends, the
+# server, numpy and rich for leaderboards).
+_COMMANDS = {
+    "airflow": "tipbench.cli._airflow:airflow_group",
+    "collect": "tipbench.cli._collect:collect_command",
+    "compare": "tipbench.cli._compare:compare_command",
+    "judge": "tipbench.cli._judge:judge_group",
+    "policy": "tipbench.cli._policy:policy_group",
+    "promote": "tipbench.cli._promote:promote_command",
+    "run": "tipbench.cli._run:run_command",
+    "serve": "tipbench.cli._serve:serve_command",
+}
 
 
-@click.group()
+class _LazyGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+
+@click.group(cls=_LazyGroup)
 @click.version_option(__version__, prog_name="tipbench")
 def cli() -> None:
     """Choose, judge and promote the small LLM and prompt that write short personal tips."""
-
-
-cli.add_command(airflow_group)
-cli.add_command(collect_command)
-cli.add_command(compare_command)
-cli.add_command(judge_group)
-cli.add_command(policy_group)
-cli.add_command(promote_command)
-cli.add_command(run_command)
-cli.add_command(serve_command)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -50,6 +62,10 @@ def main() -> None:
     except (KeyboardInterrupt, click.exceptions.Abort):  # click turns Ctrl-C into Abort
         click.echo("interrupted: re-run the same command to resume", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, as for every other bad input
+        command = exc.ctx.command_path if exc.ctx is not None else "tipbench"
+        click.echo(f"error: {exc.format_message()} (see {command} --help)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from pydantic import ValidationError
 
 from tipbench._redact import redact_uri
+from tipbench._words import counted
 from tipbench.cli import _options as options
 from tipbench.cli._progress import CellProgress
 from tipbench.collect import (
@@ -78,21 +80,62 @@ def grid_options(command: F) -> F:
     return command
 
 
+_OPTION_OF_FIELD = {"use_cache": "--no-cache"}
+
+
+def option_name(field: str) -> str:
+    """The option a config field is set with, as the user types it (`--n-scenarios`)."""
+    return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
+
 def config_from_options(options: dict[str, object]) -> CollectConfig:
-    """A validated `CollectConfig` from the grid options (raises ValidationError)."""
+    """A validated `CollectConfig` from the grid options.
+
+    Raises:
+        click.BadParameter: naming the option as typed, for every invalid value.
+    """
     values = dict(options)
     values.pop("tracking_uri", None)
     values["use_cache"] = not values.pop("no_cache", False)
-    return CollectConfig.model_validate(values)
+    try:
+        return CollectConfig.model_validate(values)
+    except ValidationError as exc:
+        problems = [
+            (option_name(str(error["loc"][0])) if error["loc"] else "",
+             error["msg"].removeprefix("Value error, "))
+            for error in exc.errors()
+        ]  # fmt: skip
+        (first, message), *others = problems
+        raise click.BadParameter(
+            message + "".join(f"; {option}: {text}" for option, text in others),
+            ctx=click.get_current_context(silent=True),
+            param_hint=f"'{first}'",
+        ) from None
 
 
 def report(result: CollectResult) -> None:
     """Print where the results are and what went wrong, if anything."""
     out = click.echo
     out(
-        f"{result.total} cells: {result.skipped} already recorded, "
+        f"{counted(result.total, 'cell')}: {result.skipped} already recorded, "
         f"{result.succeeded} collected, {len(result.failed)} failed"
     )
+    duplicates = result.duplicates
+    if duplicates.removed_runs:
+        out(
+            f"repaired duplicates: {counted(duplicates.cells, 'cell')} had more than one run; "
+            f"deleted {counted(duplicates.removed_runs, 'extra run')} (kept the judged, "
+            "else the newest)",
+            err=True,
+        )
+    if duplicates.removed_parents:
+        out(
+            f"repaired duplicates: merged {counted(duplicates.removed_parents, 'extra parent run')}"
+            " into the first one",
+            err=True,
+        )
+    for warning in result.warnings:
+        out(f"warning: {warning}", err=True)
     for cell, error in result.failed:
         out(f"  failed: {cell}: {error}", err=True)
     for cell, error in result.unwritten:

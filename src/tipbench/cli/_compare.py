@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -16,16 +18,27 @@ from tipbench.compare import (
     Format,
     Leaderboard,
     empty_message,
+    leaderboard_warnings,
     leaderboards_for,
     log_leaderboard,
     plot_leaderboards,
     render,
     table,
 )
-from tipbench.tracking import TIERS, Tier, TrackingStore
+from tipbench.tracking import TIERS, Tier, TrackingStore, check_experiment
 
-_WIDE = 200  # table width when stdout is not a terminal (a pipe or a log file)
-_FULL_TABLE = 170  # narrower terminals get the table without the per-criterion columns
+_WIDE = 200  # table width when stdout is not a terminal and COLUMNS is not set
+
+
+def _width() -> int:
+    """The width to fit the table to: `COLUMNS` if set (piped output too), else the
+    terminal's, else wide (a pipe or a log file)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if click.get_text_stream("stdout").isatty():
+        return shutil.get_terminal_size().columns
+    return _WIDE
 
 
 @click.command("compare")
@@ -41,7 +54,12 @@ _FULL_TABLE = 170  # narrower terminals get the table without the per-criterion 
 @options.plot
 @options.min_scenarios
 @options.tracking_uri
-@click.option("--no-log", is_flag=True, help="Do not record the leaderboard in MLflow.")
+@click.option(
+    "--log/--no-log",
+    default=False,
+    show_default=True,
+    help="Also record the leaderboard as a run of the experiment in MLflow.",
+)
 def compare_command(
     experiment: str,
     tier: str,
@@ -49,15 +67,16 @@ def compare_command(
     plot: Path | None,
     min_scenarios: int,
     tracking_uri: str | None,
-    no_log: bool,
+    log: bool,
 ) -> None:
     """Rank the (model, prompt) cells of an experiment by mean composite.
 
     Per cell: the mean composite and rubric scores (each scenario weighs the same), a 95%
-    bootstrap interval, and a comparison with the leader paired by scenario. The
-    leaderboard is also logged to the experiment in MLflow.
+    bootstrap interval, and a comparison with the leader paired by scenario. Looking
+    changes nothing: `--log` also records the leaderboard as a run of the experiment.
     """
     tiers = TIERS if tier == "both" else (cast(Tier, tier),)
+    check_experiment(tracking_uri, experiment)  # a typo is answered before MLflow loads
     store = TrackingStore(tracking_uri)
     boards = leaderboards_for(store, experiment, tiers, min_scenarios)
     judged = [board for board in boards if board.rows]
@@ -73,7 +92,7 @@ def compare_command(
     if plot is not None:
         plot_leaderboards(judged, plot)
         click.echo(f"chart: {plot}", err=True)
-    if not no_log:
+    if log:
         try:
             experiment_id = store.experiment_id(experiment)
             run_id = log_leaderboard(store, experiment_id, judged, plot)
@@ -91,11 +110,14 @@ def show_leaderboards(boards: Sequence[Leaderboard], fmt: Format = "table") -> N
     """
     if fmt != "table":
         click.echo(render(boards, fmt), nl=False)
+        for board in boards:  # the table shows them as notes
+            for warning in leaderboard_warnings(board):
+                click.echo(f"warning: {board.tier} tier: {warning}", err=True)
         return
-    console = Console(width=None if click.get_text_stream("stdout").isatty() else _WIDE)
-    compact = console.width < _FULL_TABLE
+    width = _width()
+    console = Console(width=width)
     for board in boards:
         if board.rows:
-            console.print(table(board, compact=compact))
+            console.print(table(board, width))
         else:
             console.print(empty_message(board), markup=False, highlight=False)

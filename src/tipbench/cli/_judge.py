@@ -85,7 +85,11 @@ def export_command(
 @judge_group.command("apply")
 @options.experiment
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--judge", default=None, help="Who scored [default: the file's judge, else $USER].")
+@click.option(
+    "--judge",
+    default=None,
+    help="Who scored [default: the file's judge, else $TIPBENCH_JUDGE, else your user name].",
+)
 @options.tracking_uri
 def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: str | None) -> None:
     """Validate a judge file as a whole, then record the scores of completely scored runs."""

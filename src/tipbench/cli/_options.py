@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from tipbench.backends import DEFAULT_OLLAMA_URL
+from tipbench.backends import DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_BASE_URL
 from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.compare import DEFAULT_MIN_SCENARIOS
 from tipbench.judge import DEFAULT_MIN_KAPPA
@@ -17,17 +18,24 @@ experiment = click.option(
 tracking_uri = click.option(
     "--tracking-uri",
     envvar="MLFLOW_TRACKING_URI",
+    show_envvar=True,
     default=None,
     help="MLflow tracking URI [default: a SQLite store in $TIPBENCH_HOME].",
 )
 ollama_url = click.option(
-    "--ollama-url", envvar="OLLAMA_HOST", default=DEFAULT_OLLAMA_URL, show_default=True
+    "--ollama-url",
+    envvar="OLLAMA_HOST",
+    show_envvar=True,
+    default=DEFAULT_OLLAMA_URL,
+    show_default=True,
+    help="Ollama server.",
 )
 openai_base_url = click.option(
     "--openai-base-url",
     envvar="OPENAI_BASE_URL",
+    show_envvar=True,
     default=None,
-    help="Base URL of an OpenAI-compatible server (…/v1).",
+    help=f"Base URL of an OpenAI-compatible server (…/v1) [default: {DEFAULT_OPENAI_BASE_URL}].",
 )
 max_model_b = click.option(
     "--max-model-b",
@@ -52,11 +60,37 @@ min_scenarios = click.option(
     show_default=True,
     help="Judged scenarios a cell needs to be ranked.",
 )
+
+
+def output_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Check an output file's path before any work: its folder is made, and must be writable.
+
+    A click callback: a bad path is a usage error (one line, exit 2) before anything runs.
+    """
+    if value is None:
+        return None
+    if value.is_dir():
+        raise click.BadParameter(f"{value} is a folder, not a file", ctx, param)
+    folder = value.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot create the folder {folder}: {exc.strerror or exc}", ctx, param
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+        value.exists() and not os.access(value, os.W_OK)
+    ):
+        raise click.BadParameter(f"{value} cannot be written", ctx, param)
+    return value
+
+
 plot = click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also draw the leaderboards as a PNG chart into this file.",
+    callback=output_file,
+    help="Also draw the leaderboards as a PNG chart into this file (its folder is created).",
 )
 min_kappa = click.option(
     "--min-kappa",

@@ -7,7 +7,14 @@ from types import TracebackType
 from typing import Self
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from tipbench.collect import CellOutcome
 
@@ -15,8 +22,10 @@ from tipbench.collect import CellOutcome
 class _BarProgress:
     """A bar on stderr (a terminal) or plain lines (logs); use as a context manager.
 
-    The bar appears with the first progress it gets; as a terminal shows one live bar at a
-    time, a bar that appears (the next phase of a pipeline) ends the one before it.
+    The bar shows the count, the time spent and the time left, and names what is being
+    done now (`start`, or a `note` such as "loading MODEL"), never what just finished. It
+    appears with the first progress it gets; as a terminal shows one live bar at a time, a
+    bar that appears (the next phase of a pipeline) ends the one before it.
     """
 
     _shown: _BarProgress | None = None  # the bar on screen now
@@ -35,6 +44,8 @@ class _BarProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("left"),
             TextColumn("{task.description}"),
             console=self.console,
             disable=not self.live,
@@ -67,14 +78,24 @@ class _BarProgress:
     def begin(self, total: int, done: int) -> None:
         self._show()
         self.total, self.done = total, done
-        self._bar.update(self._task, total=total, completed=done)
+        # reset, not update: work done before this run must not count in the speed, or
+        # the time left would be far too short on a resumed run
+        self._bar.reset(self._task, total=total, completed=done, description="")
         if done:
             self._line(f"resuming: {done} of {total} {self.unit} already {self.done_word}")
+
+    def start(self, label: str) -> None:
+        """`label` is being worked on now: the bar names it (no line in logs)."""
+        self._show()
+        self._bar.update(self._task, description=label)
 
     def _step(self, label: str, error: str | None, suffix: str = "", count: int = 1) -> None:
         self.done += count
         status = "ok" if error is None else f"FAILED: {error}"
-        self._bar.update(self._task, advance=count, description=label)
+        description = self._bar.tasks[0].description
+        # `label` just finished: the bar stops naming it until the next one starts
+        self._bar.update(self._task, advance=count, description="" if description == label
+                         else description)  # fmt: skip
         if not self.live or error is not None:
             self._line(f"[{self.done}/{self.total}] {label} {status}{suffix}")
 

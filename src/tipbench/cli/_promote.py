@@ -9,7 +9,7 @@ import click
 
 from tipbench.cli import _options as options
 from tipbench.promote import DEFAULT_MARGIN, DEFAULT_PROMPT_NAME, promote
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import TrackingStore, check_experiment
 
 
 @click.command("promote")
@@ -53,6 +53,7 @@ def promote_command(
 
     Exit code 0 when the decision is to promote, 3 when the gate refuses.
     """
+    check_experiment(tracking_uri, experiment)  # a typo is answered before MLflow loads
     result = promote(
         TrackingStore(tracking_uri),
         experiment,
@@ -76,10 +77,12 @@ def promote_command(
         )
     else:
         verdict = "PROMOTE" if decision.promote else "REFUSE"
-        click.echo(
-            f"{verdict} {decision.model}|{decision.prompt_version} "
-            f"(production now: {decision.production or 'none'})"
+        candidate = (
+            f"{decision.model}|{decision.prompt_version}"
+            if decision.model is not None
+            else f"nothing: no human leader in {experiment!r} to promote"
         )
+        click.echo(f"{verdict} {candidate} (production now: {decision.production or 'none'})")
         for check in decision.checks:
             click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.reason}")
         if not result.applied:

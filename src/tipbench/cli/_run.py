@@ -29,6 +29,7 @@ from tipbench.pipeline import run_pipeline
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
+    callback=options.output_file,
     help="The human judge's file [default: $TIPBENCH_HOME/judge/EXPERIMENT.json].",
 )
 @click.option(
@@ -84,8 +85,8 @@ def run_command(
         )
     click.echo("== leaderboard")
     show_leaderboards(result.boards)
-    if plot is not None and result.leaderboard_run:
-        click.echo(f"chart: {plot}")
+    if result.chart is not None:
+        click.echo(f"chart: {result.chart}")
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     sys.exit(result.exit_code)

@@ -11,21 +11,33 @@ from typing import Protocol
 
 from tipbench._errors import BackendError, GenerationFailed
 from tipbench._phase import PhaseResult, SilentProgress
+from tipbench._words import counted
 from tipbench.backends import Backend, RetryPolicy, call_with_retries, open_checked, resident
 from tipbench.collect._cache import ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
+from tipbench.collect._duplicates import DuplicateReport, resolve_duplicates
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._parse import parse_tips
 from tipbench.collect._record import CellOutcome, build_record
 from tipbench.suite import Suite, content_hash, load_suite
-from tipbench.tracking import KIND_COLLECTION, BackgroundWriter, TrackingStore, data_dir, write_run
+from tipbench.tracking import (
+    KIND_COLLECTION,
+    BackgroundWriter,
+    TrackingStore,
+    data_dir,
+    experiment_lock,
+    write_run,
+)
+
+LOCK_SCOPE = "collect"
 
 
 class CollectProgress(Protocol):
     """Receives progress while a grid runs (the CLI draws a bar from it)."""
 
     def begin(self, total: int, done: int) -> None: ...
-    def advance(self, outcome: CellOutcome) -> None: ...
+    def start(self, label: str) -> None: ...  # a cell is being generated now
+    def advance(self, outcome: CellOutcome) -> None: ...  # a cell is done
     def note(self, message: str) -> None: ...
 
 
@@ -43,6 +55,8 @@ class CollectResult(PhaseResult):
     skipped: int = 0
     succeeded: int = 0
     model_loads: Counter[str] = field(default_factory=Counter)
+    duplicates: DuplicateReport = field(default_factory=DuplicateReport)
+    warnings: list[str] = field(default_factory=list)
 
 
 def collect(
@@ -80,6 +94,28 @@ def collect(
     progress.note("opening the tracking store")
     store = TrackingStore(tracking_uri)
     experiment_id = store.experiment_id(config.experiment, create=True)
+
+    def waiting(holder: str) -> None:
+        progress.note(f"waiting for the collection of {holder} into {config.experiment!r}")
+
+    with experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=waiting):
+        return _collect_locked(
+            config, suite, backends, cells, store, experiment_id, progress, retry
+        )
+
+
+def _collect_locked(
+    config: CollectConfig,
+    suite: Suite,
+    backends: list[tuple[Backend, str]],
+    cells: list[Cell],
+    store: TrackingStore,
+    experiment_id: str,
+    progress: CollectProgress,
+    retry: RetryPolicy | None,
+) -> CollectResult:
+    """The collection proper, while this process alone writes cells to the experiment."""
+    duplicates = resolve_duplicates(store, experiment_id)
     existing = store.cell_runs(experiment_id)
     done = {run.cell_key for run in existing if run.finished}
     stale: dict[str, list[str]] = {}
@@ -97,6 +133,13 @@ def collect(
     result = CollectResult(
         config.experiment, store.uri, parent, len(cells), len(cells) - len(pending)
     )
+    result.duplicates = duplicates
+    available = len(suite.scenarios)
+    if config.n_scenarios > available:
+        result.warnings.append(
+            f"asked for {counted(config.n_scenarios, 'scenario')}, but suite {suite.name!r} has "
+            f"{available}: ran all {available}"
+        )
     progress.begin(len(cells), result.skipped)
 
     writer = BackgroundWriter(store)
@@ -230,6 +273,7 @@ class _Block:
 
     def _generate(self, backend: Backend, cell: Cell) -> CellOutcome:
         """Generate and parse one cell, retrying transient failures and unusable output."""
+        self.progress.start(cell.name)
         tries: list[CellOutcome] = []  # attempts that returned output
         attempts = 0
 

@@ -21,6 +21,7 @@ from tipbench.compare._render import (
     FORMATS,
     Format,
     empty_message,
+    leaderboard_warnings,
     render,
     table,
     to_csv,
@@ -30,9 +31,13 @@ from tipbench.compare._render import (
 from tipbench.compare._stats import (
     EXACT_MAX_PAIRS,
     PairedComparison,
+    Verdict,
     bootstrap_mean_ci,
+    min_attainable_p,
     paired_comparison,
+    pairs_needed,
     tied,
+    verdict,
 )
 
 __all__ = [
@@ -49,13 +54,17 @@ __all__ = [
     "LeaderboardRow",
     "PairedComparison",
     "Status",
+    "Verdict",
     "bootstrap_mean_ci",
     "build_leaderboard",
     "empty_message",
     "leaderboard_for",
+    "leaderboard_warnings",
     "leaderboards_for",
     "log_leaderboard",
+    "min_attainable_p",
     "paired_comparison",
+    "pairs_needed",
     "plot_leaderboards",
     "render",
     "table",
@@ -63,4 +72,5 @@ __all__ = [
     "to_csv",
     "to_json",
     "to_markdown",
+    "verdict",
 ]

@@ -28,7 +28,7 @@ from tipbench.compare._leaderboard import (
     Leaderboard,
     LeaderboardRow,
 )
-from tipbench.compare._stats import PairedComparison, bootstrap_mean_ci, paired_comparison, tied
+from tipbench.compare._stats import PairedComparison, bootstrap_mean_ci, paired_comparison, verdict
 from tipbench.judge._calibration import DEFAULT_MIN_KAPPA
 from tipbench.judge._calibration_store import tier_calibration
 from tipbench.tracking import TIERS, CellRun, Tier, metric_name
@@ -203,7 +203,7 @@ def _row(
         ci_low=interval[1],
         ci_high=interval[2],
         vs_leader=vs_leader,
-        tied_with_leader=vs_leader is not None and vs_leader.n_pairs > 0 and tied(vs_leader, ALPHA),
+        tied_with_leader=vs_leader is not None and verdict(vs_leader, ALPHA) == "not different",
         scenarios=scored.per_scenario,
     )
 

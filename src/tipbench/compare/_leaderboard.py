@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tipbench.compare._stats import PairedComparison
+from tipbench.compare._stats import PairedComparison, Verdict, verdict
 from tipbench.judge._calibration_store import JudgeCalibration
 from tipbench.suite import SCORE_NAMES
 from tipbench.tracking import Tier
@@ -44,9 +44,12 @@ class LeaderboardRow:
         ci_high: Upper end of that interval.
         vs_leader: Paired comparison with the leader over the shared scenarios (this cell
             minus the leader); None for the leader and for unranked cells.
-        tied_with_leader: The difference from the leader is not significant (p ≥ 0.05);
-            False for the leader itself, for unranked cells, and for a cell that shares no
-            scenario with the leader (nothing supports a tie then).
+        tied_with_leader: The comparison with the leader concludes "not different": the
+            test is not significant (p ≥ 0.05), the interval of the difference holds 0, and
+            enough scenarios are paired for the test to have been able to tell (see
+            `compare.verdict`). False for the leader itself, for unranked cells, and for an
+            inconclusive comparison (too few shared scenarios, or test and interval
+            disagree): nothing supports a tie then.
     """
 
     model: str
@@ -78,6 +81,11 @@ class LeaderboardRow:
     def ranked(self) -> bool:
         return self.rank is not None
 
+    @property
+    def verdict(self) -> Verdict | None:
+        """The comparison with the leader's verdict; None for the leader and unranked cells."""
+        return None if self.vs_leader is None else verdict(self.vs_leader, ALPHA)
+
     def mean(self, column: str) -> float:
         """The mean of `column` (one of `COLUMNS`)."""
         value: float = getattr(self, column)
@@ -106,6 +114,8 @@ class LeaderboardRow:
                 "ci_high": _number(vs.ci_high),
                 "p_value": _number(vs.p_value),
                 "exact": vs.exact,
+                "min_p_value": _number(vs.min_p_value),
+                "verdict": verdict(vs, ALPHA),
             },
             "tied_with_leader": self.tied_with_leader,
         }

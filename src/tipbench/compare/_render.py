@@ -12,13 +12,18 @@ import io
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich import box
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from tipbench._words import counted
+from tipbench.backends import BACKEND_NAMES
 from tipbench.compare._leaderboard import ALPHA, COLUMNS, Leaderboard, LeaderboardRow
+from tipbench.compare._stats import pairs_needed
 
 Format = Literal["table", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("table", "json", "csv", "md")
@@ -34,8 +39,10 @@ _HEADINGS = {
 CSV_FIELDS = (
     "tier", "rank", "status", "model", "prompt_version", "n_scenarios", "n_runs",
     "n_candidates", *COLUMNS, "ci_low", "ci_high", "vs_leader_n_pairs", "vs_leader_diff",
-    "vs_leader_ci_low", "vs_leader_ci_high", "vs_leader_p_value", "tied_with_leader",
+    "vs_leader_ci_low", "vs_leader_ci_high", "vs_leader_p_value", "vs_leader_min_p_value",
+    "vs_leader_verdict", "tied_with_leader",
 )  # fmt: skip
+_CSV_P_VALUES = ("vs_leader_p_value", "vs_leader_min_p_value")
 
 
 def _fixed(value: float | None, digits: int = 2, signed: bool = False) -> str:
@@ -51,12 +58,20 @@ def _p(value: float) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def _cannot_reach_alpha(row: LeaderboardRow) -> bool:
+    vs = row.vs_leader
+    return vs is not None and vs.n_pairs > 0 and not vs.min_p_value < ALPHA
+
+
 def _interval(low: float, high: float, signed: bool = False) -> str:
     return f"[{_fixed(low, signed=signed)}, {_fixed(high, signed=signed)}]"
 
 
+_MARKS = {"not different": " ≈", "inconclusive": " ?", "different": ""}
+
+
 def _versus(row: LeaderboardRow, with_interval: bool = True) -> tuple[str, str]:
-    """The comparison with the leader: `(difference [interval], p-value)` for display."""
+    """The comparison with the leader: `(difference [interval] mark, p-value)` for display."""
     if row.rank == 1:
         return "leader", ""
     vs = row.vs_leader
@@ -67,15 +82,14 @@ def _versus(row: LeaderboardRow, with_interval: bool = True) -> tuple[str, str]:
     text = _fixed(vs.mean_diff, signed=True)
     if with_interval:
         text += f" {_interval(vs.ci_low, vs.ci_high, signed=True)}"
-    if row.tied_with_leader:
-        text += " ≈"
-    return text, _p(vs.p_value)
+    text += _MARKS[row.verdict or "inconclusive"]
+    return text, _p(vs.p_value) + ("*" if _cannot_reach_alpha(row) else "")
 
 
 def _title(board: Leaderboard) -> str:
     return (
-        f"{board.experiment} · {board.tier} judge · {board.n_runs:,} judged runs, "
-        f"{len(board.ranked)} of {len(board.rows)} cells ranked"
+        f"{board.experiment} · {board.tier} judge · {counted(board.n_runs, 'judged run')}, "
+        f"{len(board.ranked)} of {counted(len(board.rows), 'cell')} ranked"
     )
 
 
@@ -83,12 +97,36 @@ def _notes(board: Leaderboard) -> list[str]:
     percent = f"{board.confidence:.0%}"
     notes = [
         f"Means over scenarios (each weighs the same); {percent} bootstrap intervals. "
-        f"Δ = this cell − the leader, paired by scenario; ≈ not significant (p ≥ {ALPHA}).",
+        "Δ = this cell − the leader, paired by scenario; a verdict needs the permutation "
+        f"test and the interval to agree: ≈ not different (p ≥ {ALPHA}, interval holds 0), "
+        "no mark: behind, ? inconclusive.",
     ]
+    notes.extend(f"* {warning}" for warning in leaderboard_warnings(board))
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
     notes += [status.describe() for status in board.calibration]
     return notes
+
+
+def leaderboard_warnings(board: Leaderboard) -> list[str]:
+    """What keeps the leaderboard from concluding: comparisons that can never be significant.
+
+    With n paired scenarios the exact sign-flip test cannot give a p below 2 / 2**n; on the
+    README's 3-scenario grid that is 0.25, so no difference from the leader can be
+    significant at 0.05 however large it is.
+    """
+    weak = [row for row in board.rows if _cannot_reach_alpha(row)]
+    if not weak:
+        return []
+    worst = max(weak, key=lambda row: row.vs_leader.min_p_value if row.vs_leader else 0.0)
+    assert worst.vs_leader is not None
+    pairs = worst.vs_leader.n_pairs
+    return [
+        f"{counted(len(weak), 'comparison')} with the leader cannot be significant: with "
+        f"{counted(pairs, 'paired scenario')} the smallest attainable p is "
+        f"{worst.vs_leader.min_p_value:.3g} ≥ α = {ALPHA}; judge at least "
+        f"{pairs_needed(ALPHA)} scenarios per cell."
+    ]
 
 
 def empty_message(board: Leaderboard) -> str:
@@ -101,47 +139,107 @@ def empty_message(board: Leaderboard) -> str:
     return f"no {board.tier}-judged runs in experiment {board.experiment!r} yet ({how})"
 
 
-def table(board: Leaderboard, compact: bool = False) -> Table:
-    """A rich table of one leaderboard; unranked rows dimmed.
+@dataclass(frozen=True)
+class _Layout:
+    """Which columns a table shows, from the fullest to the narrowest."""
 
-    Args:
-        board: The leaderboard.
-        compact: Leave out the per-criterion means, the candidate counts and the interval
-            of the difference from the leader, for narrow terminals.
-    """
+    criteria: tuple[str, ...] = COLUMNS[1:]
+    candidates: bool = True
+    scenarios: bool = True
+    diff_interval: bool = True
+    short_names: bool = False
+
+
+# Dropped in this order as the width shrinks: the candidate count, the flags, the other
+# criteria, the interval of Δ, the scenario count; then names are shortened. The
+# composite, its interval, Δ and p always stay.
+_LAYOUTS = (
+    _Layout(),
+    _Layout(candidates=False),
+    _Layout(criteria=COLUMNS[1:4], candidates=False),
+    _Layout(criteria=(), candidates=False),
+    _Layout(criteria=(), candidates=False, diff_interval=False),
+    _Layout(criteria=(), candidates=False, diff_interval=False, scenarios=False),
+    _Layout(criteria=(), candidates=False, diff_interval=False, scenarios=False, short_names=True),
+)
+_SHORT_NAME = 18
+
+
+def _short(name: str, limit: int = _SHORT_NAME) -> str:
+    """A name for a narrow table: a model spec without its backend prefix (a GGUF path by
+    its file name), cut to `limit` characters with an ellipsis."""
+    prefix, sep, rest = name.partition(":")
+    bare = rest if sep and prefix in BACKEND_NAMES else name
+    bare = bare.rsplit("/", 1)[-1] or bare
+    return bare if len(bare) <= limit else bare[: limit - 1] + "…"
+
+
+def _build_table(board: Leaderboard, layout: _Layout) -> Table:
     out = Table(
         title=_title(board),
-        caption="\n".join(_notes(board)),
-        caption_justify="left",
         box=box.SIMPLE_HEAD,
         title_style="bold",
+        min_width=len(_title(board)),
     )
-    criteria = () if compact else COLUMNS[1:]
-    counts = () if compact else ("cand.",)
+    name = _short if layout.short_names else str
     out.add_column("#", justify="right", no_wrap=True)
-    longest = max((len(row.model) for row in board.rows), default=5)
-    out.add_column("model", overflow="fold", min_width=min(longest, 24))
-    out.add_column("prompt", overflow="fold", min_width=6)
-    for heading in ("composite", f"{board.confidence:.0%} CI",
-                    *(_HEADINGS[c] for c in criteria), "scen.", *counts,
-                    "Δ vs leader" if compact else "Δ vs leader [CI]", "p"):  # fmt: skip
+    out.add_column("model", overflow="fold")
+    out.add_column("prompt", overflow="fold")
+    headings = [
+        "composite" if not layout.short_names else "comp.",
+        f"{board.confidence:.0%} CI",
+        *(_HEADINGS[c] for c in layout.criteria),
+        *(["scen."] if layout.scenarios else []),
+        *(["cand."] if layout.candidates else []),
+        "Δ vs leader [CI]" if layout.diff_interval else "Δ vs leader",
+        "p",
+    ]
+    for heading in headings:
         out.add_column(heading, justify="right", no_wrap=True)
     for row in board.rows:
-        versus, p_value = _versus(row, with_interval=not compact)
+        versus, p_value = _versus(row, with_interval=layout.diff_interval)
         cells = [
             str(row.rank) if row.ranked else "–",
-            row.model,
-            row.prompt_version,
+            name(row.model),
+            name(row.prompt_version),
             _fixed(row.composite),
             _interval(row.ci_low, row.ci_high),
-            *(_fixed(row.mean(column)) for column in criteria),
-            str(row.n_scenarios),
-            *([] if compact else [str(row.n_candidates)]),
+            *(_fixed(row.mean(column)) for column in layout.criteria),
+            *([str(row.n_scenarios)] if layout.scenarios else []),
+            *([str(row.n_candidates)] if layout.candidates else []),
             versus if row.ranked else "not ranked",
             p_value,
         ]
         out.add_row(*(Text(cell) for cell in cells), style=None if row.ranked else "dim")
     return out
+
+
+def _natural_width(renderable: Table) -> int:
+    console = Console(width=10_000, file=io.StringIO(), color_system=None)
+    lines = console.render_lines(renderable, console.options, pad=False)
+    return max((sum(segment.cell_length for segment in line) for line in lines), default=0)
+
+
+def table(board: Leaderboard, width: int | None = None) -> Group:
+    """One leaderboard for a terminal `width` columns wide: the table, then its notes.
+
+    The fullest layout that fits is chosen: the least useful columns go first (candidate
+    count, flags, criteria, the interval of Δ, scenario count), then names are shortened;
+    the composite, its interval, Δ and p are always shown. Unranked rows are dimmed.
+
+    Args:
+        board: The leaderboard.
+        width: The terminal's width; None for the fullest layout.
+    """
+    chosen = _build_table(board, _LAYOUTS[0])
+    if width is not None:
+        for layout in _LAYOUTS:
+            chosen = _build_table(board, layout)
+            if _natural_width(chosen) <= width:
+                break
+        chosen.min_width = min(chosen.min_width or 0, width)
+    notes = Text("\n".join(_notes(board)), style="dim")
+    return Group(chosen, notes, Text(""))
 
 
 def to_json(boards: Sequence[Leaderboard]) -> str:
@@ -154,16 +252,30 @@ def to_json(boards: Sequence[Leaderboard]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _csv_number(field: str, value: Any) -> Any:
+    """Numbers rounded as the table shows them: means and intervals to 2 decimals, p to 3
+    (a p below 0.001 keeps one significant digit, so it does not read as 0)."""
+    if not isinstance(value, float):
+        return value
+    if field in _CSV_P_VALUES:
+        return round(value, 3) if value >= 0.001 else float(f"{value:.1g}")
+    return round(value, 2)
+
+
 def _csv_values(board: Leaderboard, row: LeaderboardRow) -> dict[str, Any]:
     data = row.to_dict()
     vs = data.pop("vs_leader") or {}
     data |= {f"vs_leader_{k}": v for k, v in vs.items() if k != "exact"}
     data["tier"] = board.tier
-    return {field: "" if data.get(field) is None else data[field] for field in CSV_FIELDS}
+    return {
+        field: "" if data.get(field) is None else _csv_number(field, data[field])
+        for field in CSV_FIELDS
+    }
 
 
 def to_csv(boards: Sequence[Leaderboard]) -> str:
-    """Every row of every leaderboard, one line each, with a header."""
+    """Every row of every leaderboard, one line each, with a header; numbers rounded like
+    the table (JSON keeps them unrounded)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -18,10 +19,17 @@ import numpy.typing as npt
 __all__ = [
     "EXACT_MAX_PAIRS",
     "PairedComparison",
+    "Verdict",
     "bootstrap_mean_ci",
+    "min_attainable_p",
     "paired_comparison",
+    "pairs_needed",
     "tied",
+    "verdict",
 ]
+
+Verdict = Literal["different", "not different", "inconclusive"]
+"""What a paired comparison lets one say; see `verdict`."""
 
 EXACT_MAX_PAIRS = 16
 """Up to this many pairs the sign-flip test enumerates all 2**n flips; above, it samples."""
@@ -42,6 +50,9 @@ class PairedComparison:
         p_value: Two-sided sign-flip permutation p-value for a mean difference of zero.
         exact: True if ``p_value`` comes from enumerating every sign flip.
         confidence: Confidence level of the interval.
+        min_p_value: The smallest p-value the test can give with this many pairs, whatever
+            the differences: ``2 / 2**n_pairs`` when exact. Above the significance level,
+            nothing can be significant.
 
     With ``n_pairs == 0`` every figure is NaN.
     """
@@ -53,6 +64,28 @@ class PairedComparison:
     p_value: float
     exact: bool
     confidence: float
+    min_p_value: float = math.nan
+
+
+def min_attainable_p(n_pairs: int, n_resamples: int = 10_000) -> float:
+    """The smallest p-value the sign-flip test can give on `n_pairs` pairs.
+
+    Exact (up to `EXACT_MAX_PAIRS` pairs): the observed signs and their mirror image always
+    count, so ``2 / 2**n``. Sampled: ``1 / (n_resamples + 1)``. NaN without pairs.
+    """
+    if n_pairs < 1:
+        return math.nan
+    if n_pairs <= EXACT_MAX_PAIRS:
+        return 2.0 / (1 << n_pairs)
+    return 1.0 / (n_resamples + 1)
+
+
+def pairs_needed(alpha: float) -> int:
+    """The fewest pairs with which the exact sign-flip test can reach ``p < alpha``."""
+    n = 1
+    while min_attainable_p(n) >= alpha and n < EXACT_MAX_PAIRS:
+        n += 1
+    return n
 
 
 def _finite(values: Sequence[float]) -> _FloatArray:
@@ -188,6 +221,7 @@ def paired_comparison(
         p_value=p_value,
         exact=exact,
         confidence=confidence,
+        min_p_value=min_attainable_p(len(diffs), n_resamples),
     )
 
 
@@ -207,3 +241,26 @@ def tied(comparison: PairedComparison, alpha: float = 0.05) -> bool:
         True if the difference is not significant.
     """
     return math.isnan(comparison.p_value) or comparison.p_value >= alpha
+
+
+def verdict(comparison: PairedComparison, alpha: float = 0.05) -> Verdict:
+    """What the comparison shows at level ``alpha``: the test and the interval must agree.
+
+    - "different": the permutation test is significant (``p < alpha``) and the bootstrap
+      interval of the difference excludes 0;
+    - "not different": the test is not significant, the interval holds 0, and the test
+      could have been significant with this many pairs;
+    - "inconclusive": anything else: no shared scenarios, too few pairs for the test ever
+      to reach ``alpha`` (see `min_attainable_p`), or a test and an interval that disagree
+      (with few pairs a percentile interval is too narrow, so it may exclude 0 while the
+      exact test cannot reject). Neither a difference nor a tie is claimed then.
+    """
+    c = comparison
+    if c.n_pairs == 0 or math.isnan(c.p_value) or not c.min_p_value < alpha:
+        return "inconclusive"
+    holds_zero = c.ci_low <= 0.0 <= c.ci_high
+    if c.p_value < alpha and not holds_zero:
+        return "different"
+    if c.p_value >= alpha and holds_zero:
+        return "not different"
+    return "inconclusive"

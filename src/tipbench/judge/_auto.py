@@ -67,6 +67,7 @@ class AutoJudgeProgress(Protocol):
     """Receives progress per candidate (the CLI draws a bar from it)."""
 
     def begin(self, total: int, done: int) -> None: ...
+    def start(self, label: str) -> None: ...  # a candidate is being judged now
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None: ...
     def note(self, message: str) -> None: ...
 
@@ -282,6 +283,7 @@ class CandidateJudge:
         for index, candidate in enumerate(cell.candidates):
             cid = candidate.id
             answers[cid] = []
+            self.progress.start(f"{name} {cid}")
             try:
                 scores[cid], (temperature, seed) = self._score(cell, candidate, answers[cid])
             except BackendError as exc:

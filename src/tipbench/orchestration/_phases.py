@@ -178,6 +178,9 @@ class _CellLog:
         self.total, self.done = total, done
         logger.info("%s: %d cells, %d already recorded", self.model, total, done)
 
+    def start(self, label: str) -> None:
+        pass  # the task log has a line per finished cell; nothing to redraw
+
     def advance(self, outcome: CellOutcome) -> None:
         self.done += 1
         status = "ok" if outcome.ok else f"FAILED: {outcome.error}"
@@ -197,6 +200,9 @@ class _JudgeLog:
     def begin(self, total: int, done: int) -> None:
         self.total, self.done = total, done
         logger.info("judge: %d candidates, %d already judged", total, done)
+
+    def start(self, label: str) -> None:
+        pass  # the task log has a line per judged candidate; nothing to redraw
 
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None:
         self.done += count

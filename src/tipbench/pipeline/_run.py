@@ -44,6 +44,7 @@ class PipelineResult:
     export: ExportResult
     boards: list[Leaderboard]
     leaderboard_run: str | None = None
+    chart: Path | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -89,9 +90,10 @@ def run_pipeline(
     ranking = rank(
         store, config.experiment, min_scenarios=min_scenarios, plot=plot, suite=config.suite
     )
-    result = PipelineResult(collected, judged, exported, ranking.boards, ranking.run_id)
-    if ranking.warning:
-        result.warnings.append(ranking.warning)
+    result = PipelineResult(
+        collected, judged, exported, ranking.boards, ranking.run_id, ranking.chart
+    )
+    result.warnings.extend(ranking.warnings)
     return result
 
 
@@ -113,7 +115,13 @@ class Ranking:
 
     boards: list[Leaderboard]
     run_id: str | None = None
-    warning: str | None = None  # why the leaderboard was not logged
+    chart: Path | None = None  # the chart drawn, if one was asked for and could be saved
+    warnings: tuple[str, ...] = ()  # what went wrong after ranking: the chart, logging
+
+    @property
+    def warning(self) -> str | None:
+        """The warnings in one line; None if there are none."""
+        return "; ".join(self.warnings) or None
 
 
 def rank(
@@ -136,10 +144,17 @@ def rank(
     ranked = [board for board in boards if board.rows]
     if not ranked:
         return Ranking(boards)
+    warnings: list[str] = []
+    chart = None
     if plot is not None:
-        plot_leaderboards(ranked, plot)
+        try:
+            plot.parent.mkdir(parents=True, exist_ok=True)
+            chart = plot_leaderboards(ranked, plot)
+        except OSError as exc:  # the work is done: a chart that cannot be saved is a warning
+            warnings.append(f"chart not saved to {plot}: {exc.strerror or exc}")
     try:
-        run_id = log_leaderboard(store, store.experiment_id(experiment), ranked, plot)
+        run_id = log_leaderboard(store, store.experiment_id(experiment), ranked, chart)
     except TrackingError as exc:
-        return Ranking(boards, warning=f"leaderboard not logged: {exc}")
-    return Ranking(boards, run_id)
+        warnings.append(f"leaderboard not logged: {exc}")
+        return Ranking(boards, None, chart, tuple(warnings))
+    return Ranking(boards, run_id, chart, tuple(warnings))

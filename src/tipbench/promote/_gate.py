@@ -82,8 +82,9 @@ def decide(
     1. enough of it was judged: it is ranked (≥ min_scenarios) in both tiers;
     2. the automatic tier counts: every judge behind it is calibrated (the leaderboard's
        `calibration`); otherwise nothing confirms the human ranking;
-    3. both tiers put it first: the automatic tier ranks it first or statistically tied
-       with its leader;
+    3. both tiers put it first: the automatic tier ranks it first, or not different from
+       its leader (the paired test and interval agree on it: an inconclusive comparison,
+       e.g. on too few scenarios, does not count);
     4. it beats production: on the same model, paired by scenario, the human tier's gain
        over the production prompt is at least `margin` with p < `alpha`, and the automatic
        tier's gain is positive. With nothing in production yet, this check passes.
@@ -162,6 +163,14 @@ def _agree(leader: LeaderboardRow, auto_row: LeaderboardRow | None, auto: Leader
             "tiers agree",
             True,
             f"the automatic tier ties {leader.name} with its leader {auto_leader.name} ({p})",
+        )
+    if auto_row.verdict == "inconclusive" and vs is not None:
+        return Check(
+            "tiers agree",
+            False,
+            f"the automatic tier ranks {leader.name} #{auto_row.rank} behind "
+            f"{auto_leader.name} and cannot tell whether it is ({p}, smallest attainable "
+            f"p = {vs.min_p_value:.3g}, difference [{vs.ci_low:+.2f}, {vs.ci_high:+.2f}])",
         )
     return Check(
         "tiers agree",

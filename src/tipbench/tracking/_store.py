@@ -74,6 +74,42 @@ def _artifact_root(uri: str) -> Path | None:
     return Path(parsed.path[1:]).resolve().parent / "mlartifacts"
 
 
+def check_experiment(uri: str | None, name: str) -> None:
+    """Refuse an experiment that a local SQLite store does not have, without MLflow.
+
+    Importing MLflow and setting up its store take seconds; a typo in `--experiment` is
+    answered before that. Only a SQLite store is checked this way (read-only, by
+    MLflow's table of experiments); for any other store, or a database this check cannot
+    read, it says nothing and `TrackingStore.experiment_id` decides.
+
+    Raises:
+        TrackingError: If the store's file does not exist, or has no active experiment
+            `name` (the same message as `experiment_id`).
+    """
+    resolved = resolve_tracking_uri(uri)
+    parsed = urlparse(resolved)
+    if parsed.scheme != "sqlite" or parsed.path in ("", "/", "/:memory:"):
+        return
+    path = Path(parsed.path[1:])
+    missing = TrackingError(f"no experiment {name!r} at {resolved}")
+    if not path.is_file():
+        raise missing
+    import sqlite3
+
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        ) as db:
+            found = db.execute(
+                "SELECT 1 FROM experiments WHERE name = ? AND lifecycle_stage = 'active'",
+                (name,),
+            ).fetchone()
+    except sqlite3.Error:
+        return  # not a layout this check knows: let MLflow answer
+    if found is None:
+        raise missing
+
+
 class TrackingStore:
     """A thin, typed face over `MlflowClient` for the calls tipbench makes."""
 
@@ -96,7 +132,14 @@ class TrackingStore:
                 raise TrackingError(f"no experiment {name!r} at {self.shown_uri}")
             root = _artifact_root(self.uri)
             location = (root / name).as_uri() if root is not None else None
-            return str(self.client.create_experiment(name, artifact_location=location))
+            try:
+                return str(self.client.create_experiment(name, artifact_location=location))
+            except Exception:
+                # Another process may have created it a moment ago (two collects at once).
+                experiment = self.client.get_experiment_by_name(name)
+                if experiment is None:
+                    raise
+                return str(experiment.experiment_id)
         except TrackingError:
             raise
         except Exception as exc:

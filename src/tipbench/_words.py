@@ -1,0 +1,13 @@
+"""Counts in messages read as English: "1 cell", "2 cells", "1 candidate"."""
+
+from __future__ import annotations
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and `noun`, in the plural unless `n` is 1 (`plural` for irregular nouns).
+
+    >>> counted(1, "cell"), counted(3, "cell"), counted(2, "match", "matches")
+    ('1 cell', '3 cells', '2 matches')
+    """
+    word = noun if n == 1 else plural or f"{noun}s"
+    return f"{n:,} {word}"

@@ -1,0 +1,189 @@
+"""Collections at the same time into one experiment: exactly one run per cell, always.
+
+Real `tipbench collect` processes with the embedded model, into a real SQLite store (an OS
+file lock) and a real `mlflow server` (a lease held in MLflow); duplicates left in a store
+by older versions are repaired by the next collection.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from support.servers import MlflowServer
+from tipbench.tracking import KIND_LOCK, KIND_TAG, TrackingStore, experiment_lock, holder_name
+
+pytestmark = pytest.mark.slow
+
+GRID = ["--prompts", "v1,v2-mentor", "--n-scenarios", "4", "--n-tips", "2",
+        "--max-tokens", "80"]  # fmt: skip
+CELLS = 8
+
+
+@pytest.fixture(params=["sqlite", "server"])
+def store_uri(request: pytest.FixtureRequest, sqlite_uri: str) -> str:
+    if request.param == "sqlite":
+        MlflowClient(sqlite_uri).search_experiments()  # create the store before the race
+        return sqlite_uri
+    server: MlflowServer = request.getfixturevalue("mlflow_server")
+    return server.url
+
+
+def start_collect(uri: str, experiment: str, home: Path, *args: str) -> subprocess.Popen[str]:
+    """A collect process with its own data folder: no response cache shared between them."""
+    env = {**os.environ, "TIPBENCH_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tipbench.cli", "collect", "--tracking-uri", uri,
+         "--experiment", experiment, *(args or GRID)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def runs_of(uri: str, experiment: str, kind: str) -> list[Run]:
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    return client.search_runs([exp.experiment_id], f"tags.`{KIND_TAG}` = '{kind}'")
+
+
+def assert_one_run_per_cell(uri: str, experiment: str, cells: int) -> None:
+    runs = runs_of(uri, experiment, "cell")
+    assert len(runs) == cells
+    assert all(r.info.status == "FINISHED" for r in runs)
+    assert set(Counter(r.data.tags["cell_key"] for r in runs).values()) == {1}
+    assert len(runs_of(uri, experiment, "collection")) == 1
+    assert runs_of(uri, experiment, KIND_LOCK) == []  # the lock is gone with its holders
+
+
+def test_two_concurrent_collects_record_one_run_per_cell(
+    store_uri: str, experiment: str, tmp_path: Path
+) -> None:
+    both = [start_collect(store_uri, experiment, tmp_path / name) for name in ("a", "b")]
+    results = [process.communicate(timeout=600) for process in both]
+    for process, (_, err) in zip(both, results, strict=True):
+        assert process.returncode == 0, err
+    errors = [err for _, err in results]
+    assert sum("waiting for the collection of" in err for err in errors) == 1, errors
+    outs = sorted(out.splitlines()[0] for out, _ in results)
+    assert outs == [
+        f"{CELLS} cells: 0 already recorded, {CELLS} collected, 0 failed",
+        f"{CELLS} cells: {CELLS} already recorded, 0 collected, 0 failed",
+    ]
+    assert_one_run_per_cell(store_uri, experiment, CELLS)
+
+
+def test_a_killed_holder_releases_the_lock(store_uri: str, experiment: str, tmp_path: Path) -> None:
+    first = start_collect(store_uri, experiment, tmp_path / "a")
+    deadline = time.monotonic() + 240
+    while not [r for r in runs_of(store_uri, experiment, "cell") if r.info.status == "FINISHED"]:
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.3)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+
+    second = start_collect(store_uri, experiment, tmp_path / "b")
+    out, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err
+    assert out.startswith(f"{CELLS} cells: ")
+    assert_one_run_per_cell(store_uri, experiment, CELLS)
+
+
+def test_a_lease_lives_while_it_beats_and_is_taken_over_when_it_stops(
+    mlflow_server: MlflowServer, experiment: str
+) -> None:
+    store = TrackingStore(mlflow_server.url)
+    experiment_id = store.experiment_id(experiment, create=True)
+    order: list[str] = []
+    held = threading.Event()
+
+    def holder() -> None:
+        with experiment_lock(store, experiment_id, "collect", ttl_s=1.0):
+            held.set()
+            time.sleep(3.0)  # three times the lease's lifetime: only its heartbeat keeps it
+            order.append("first released")
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert held.wait(60)
+    waited: list[str] = []
+    with experiment_lock(store, experiment_id, "collect", ttl_s=1.0, waiting=waited.append):
+        order.append("second holds")
+    thread.join()
+    assert order == ["first released", "second holds"]
+    assert len(waited) == 1 and waited[0].endswith(f" pid {os.getpid()}")
+
+    # A lease whose holder stopped beating (another host: its process cannot be looked up)
+    # is taken over once its heartbeat has not moved for the lease's lifetime.
+    tags = {KIND_TAG: KIND_LOCK, "lock_scope": "collect", "lock_holder": "elsewhere pid 1",
+            "lock_heartbeat": "7"}  # fmt: skip
+    stale = store.client.create_run(experiment_id, tags=tags).info.run_id
+    waited.clear()
+    started = time.monotonic()
+    with experiment_lock(store, experiment_id, "collect", ttl_s=1.5, waiting=waited.append):
+        assert time.monotonic() - started >= 1.5
+        leases = runs_of(mlflow_server.url, experiment, KIND_LOCK)
+        assert [r.data.tags["lock_holder"] for r in leases] == [holder_name()]
+        assert stale not in {r.info.run_id for r in leases}
+    assert waited == ["elsewhere pid 1"]
+    assert runs_of(mlflow_server.url, experiment, KIND_LOCK) == []
+
+
+def test_duplicates_in_a_store_are_repaired_by_the_next_collect(
+    sqlite_uri: str, experiment: str, tmp_path: Path
+) -> None:
+    grid = ["--prompts", "v1", "--n-scenarios", "2", "--n-tips", "1", "--max-tokens", "48"]
+    first = start_collect(sqlite_uri, experiment, tmp_path / "a", *grid)
+    _, err = first.communicate(timeout=600)
+    assert first.returncode == 0, err
+    client = MlflowClient(sqlite_uri)
+    [parent] = runs_of(sqlite_uri, experiment, "collection")
+    cells = runs_of(sqlite_uri, experiment, "cell")
+    experiment_id = parent.info.experiment_id
+
+    # What two collections at once used to leave: a second parent run, and each cell twice
+    # (the older copy of the first cell judged by a human, which must be the one kept).
+    judged = cells[0].info.run_id
+    client.log_metric(judged, "composite", 12.0)
+    other_parent = client.create_run(experiment_id, tags=dict(parent.data.tags)).info.run_id
+    client.set_terminated(other_parent)
+    copies = []
+    for cell in cells:
+        tags = dict(cell.data.tags) | {"mlflow.parentRunId": other_parent}
+        copy = client.create_run(experiment_id, tags=tags, run_name=cell.info.run_name)
+        for key, value in cell.data.params.items():
+            client.log_param(copy.info.run_id, key, value)
+        client.set_terminated(copy.info.run_id)
+        copies.append(copy.info.run_id)
+    assert len(runs_of(sqlite_uri, experiment, "cell")) == 4
+
+    again = start_collect(sqlite_uri, experiment, tmp_path / "a", *grid)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert "2 cells: 2 already recorded, 0 collected, 0 failed" in out
+    assert (
+        "repaired duplicates: 2 cells had more than one run; deleted 2 extra runs "
+        "(kept the judged, else the newest)" in err
+    )
+    assert "repaired duplicates: merged 1 extra parent run into the first one" in err
+    assert_one_run_per_cell(sqlite_uri, experiment, 2)
+    kept = {r.info.run_id for r in runs_of(sqlite_uri, experiment, "cell")}
+    assert kept == {judged, copies[1]}  # the judged one, and the newer copy of the other
+    for run_id in kept:
+        assert client.get_run(run_id).data.tags["mlflow.parentRunId"] == parent.info.run_id
+
+    quiet = start_collect(sqlite_uri, experiment, tmp_path / "a", *grid)
+    _, err = quiet.communicate(timeout=600)
+    assert quiet.returncode == 0 and "repaired" not in err
