@@ -5,6 +5,7 @@ from tipbench.backends._base import (
     DEFAULT_OPENAI_BASE_URL,
     Backend,
     BackendOptions,
+    Constraint,
     Generation,
     GenerationRequest,
     ModelInfo,
@@ -14,22 +15,37 @@ from tipbench.backends._registry import open_backend
 from tipbench.backends._resident import CheckedBackend, checked, open_checked, resident
 from tipbench.backends._retry import RetryPolicy, call_with_retries
 from tipbench.backends._spec import BACKEND_NAMES, ModelSpec, parse_model_list, parse_size
+from tipbench.backends._structured import (
+    DEFAULT_STRUCTURED,
+    STRUCTURED_MODES,
+    StructuredAnswer,
+    StructuredMode,
+    constraints_for,
+    generate_structured,
+)
 
 __all__ = [
     "BACKEND_NAMES",
     "DEFAULT_OLLAMA_URL",
     "DEFAULT_OPENAI_BASE_URL",
+    "DEFAULT_STRUCTURED",
+    "STRUCTURED_MODES",
     "Backend",
     "BackendOptions",
     "CheckedBackend",
+    "Constraint",
     "Generation",
     "GenerationRequest",
     "ModelInfo",
     "ModelSpec",
     "RetryPolicy",
+    "StructuredAnswer",
+    "StructuredMode",
     "call_with_retries",
     "check_size",
     "checked",
+    "constraints_for",
+    "generate_structured",
     "open_backend",
     "open_checked",
     "parse_model_list",

@@ -6,7 +6,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from tipbench._errors import ModelSizeUnknown, ModelTooLarge
 from tipbench.backends._spec import ModelSpec
@@ -41,15 +41,31 @@ class ModelInfo:
     identity: str  # changes when the weights behind the name change; part of cache keys
 
 
+#: How a request constrains its answer: to a JSON schema, to any JSON object, or not at all.
+Constraint = Literal["schema", "json", "none"]
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One chat completion request."""
+    """One chat completion request.
+
+    With `json_schema` the answer is constrained to that schema (a grammar evaluated on
+    every sampled token, which costs speed); with `json_object` (and no schema) to some
+    JSON object; with neither the backend generates freely.
+    """
 
     messages: tuple[Message, ...]
     temperature: float
     seed: int
     max_tokens: int
     json_schema: dict[str, Any] | None = None
+    json_object: bool = False
+
+    @property
+    def constraint(self) -> Constraint:
+        if self.json_schema is not None:
+            return "schema"
+        return "json" if self.json_object else "none"
 
     def chat_messages(self) -> list[dict[str, str]]:
         return [{"role": role, "content": content} for role, content in self.messages]
@@ -62,7 +78,7 @@ class Generation:
     text: str
     prompt_tokens: int
     completion_tokens: int
-    structured: bool  # the output was constrained by the request's JSON schema
+    structured: bool  # the output was constrained (by a JSON schema or to a JSON object)
 
 
 class Backend(ABC):

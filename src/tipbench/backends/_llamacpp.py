@@ -122,6 +122,8 @@ class LlamaCppBackend(Backend):
         kwargs: dict[str, Any] = {}
         if request.json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        elif request.json_object:
+            kwargs["response_format"] = {"type": "json_object"}
         try:
             response = self._llm.create_chat_completion(
                 messages=request.chat_messages(),
@@ -137,5 +139,5 @@ class LlamaCppBackend(Backend):
             text=response["choices"][0]["message"].get("content") or "",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
-            structured=request.json_schema is not None,
+            structured=request.constraint != "none",
         )

@@ -78,7 +78,7 @@ class OllamaBackend(Backend):
             response = self.client.chat(
                 self.spec.name,
                 messages=request.chat_messages(),
-                format=request.json_schema,
+                format=request.json_schema or ("json" if request.json_object else None),
                 options={
                     "temperature": request.temperature,
                     "seed": request.seed,
@@ -91,7 +91,7 @@ class OllamaBackend(Backend):
             text=response.message.content or "",
             prompt_tokens=response.prompt_eval_count or 0,
             completion_tokens=response.eval_count or 0,
-            structured=request.json_schema is not None,
+            structured=request.constraint != "none",
         )
 
     @contextlib.contextmanager

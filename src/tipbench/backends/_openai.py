@@ -13,13 +13,18 @@ from tipbench._errors import BackendUnavailable, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
 
 
-def _response_formats(schema: dict[str, Any]) -> list[dict[str, Any] | None]:
+def _response_formats(request: GenerationRequest) -> list[dict[str, Any] | None]:
     """Structured-output styles to try, most standard first; `None` means unconstrained."""
-    return [
-        {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
-        {"type": "json_object", "schema": schema},  # llama-cpp-python's server
-        None,
-    ]
+    schema = request.json_schema
+    if schema is not None:
+        return [
+            {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
+            {"type": "json_object", "schema": schema},  # llama-cpp-python's server
+            None,
+        ]
+    if request.json_object:
+        return [{"type": "json_object"}, None]
+    return [None]
 
 
 class OpenAIBackend(Backend):
@@ -35,7 +40,8 @@ class OpenAIBackend(Backend):
             timeout=self.options.timeout_s,
             max_retries=0,  # tipbench retries with its own policy
         )
-        self._format_index = 0  # which of _response_formats the server accepted
+        # which of _response_formats the server accepted, per constraint
+        self._format_index: dict[str, int] = {}
 
     def describe(self) -> ModelInfo:
         with self._errors("list models"):
@@ -61,9 +67,10 @@ class OpenAIBackend(Backend):
         """Nothing to do: the OpenAI API has no unload call."""
 
     def generate(self, request: GenerationRequest) -> Generation:
-        formats = _response_formats(request.json_schema) if request.json_schema else [None]
+        formats = _response_formats(request)
+        constraint = request.constraint
         while True:
-            index = min(self._format_index, len(formats) - 1)
+            index = min(self._format_index.get(constraint, 0), len(formats) - 1)
             response_format = formats[index]
             extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
             can_fall_back = index < len(formats) - 1
@@ -79,7 +86,8 @@ class OpenAIBackend(Backend):
                     )
             except _FormatRefused:
                 # concurrent requests may all be refused the same style: move on by one only
-                self._format_index = max(self._format_index, index + 1)
+                accepted = self._format_index.get(constraint, 0)
+                self._format_index[constraint] = max(accepted, index + 1)
                 continue
             if not response.choices:
                 raise GenerationFailed(f"{self.spec}: the server answered without a choice")

@@ -1,18 +1,35 @@
-"""Parse a model's answer into candidate tips: JSON, truncated JSON, or numbered lines."""
+"""Parse a model's answer into candidate tips.
+
+Small models asked for JSON answer in many shapes, more so when nothing constrains them:
+a JSON object or list (possibly fenced or cut off by the token limit), a numbered or
+bulleted list, or one tip per line under a short preamble. Every reading is tried; the
+first that finds the wanted number of tips wins, else the one that finds the most.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-ParseMethod = Literal["json", "partial-json", "lines", "none"]
+ParseMethod = Literal["json", "partial-json", "lines", "plain-lines", "none"]
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_LIST_ITEM = re.compile(r"^\s*(?:\d+\s*[.):]|[-*•])\s+(.+?)\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:\d+\s*[.):]|[-*•+])\s+(.+?)\s*$")
 _KEYS = frozenset({"tips", "tip", "text"})
+# A label in front of a tip: "Tip 2:", "**Morning:**", "Tip:".
+_LABEL = re.compile(r"^(?:\*\*[^*]{1,40}\*\*:?|(?:tip|step)\s*\d*\s*[:.)-])\s*", re.IGNORECASE)
+# Lines that introduce or close an answer rather than being a tip.
+_CHATTER = re.compile(
+    r"^(?:sure|certainly|of course|okay|ok|here(?: are|'s| is)|i hope|good luck|remember)\b",
+    re.IGNORECASE,
+)
+# One tip per line counts only with at least this many lines: a lone line of prose is no list.
+_MIN_PLAIN_LINES = 2
+_MIN_TIP_WORDS = 3
 # One sentence that starts with a word: keeps small models from filling the list with
 # "..." or runs of digits when their output is constrained by the schema.
 TIP_PATTERN = r"^[A-Z][A-Za-z']* [A-Za-z0-9 ,;:'()/%-]{10,160}[.!]$"
@@ -41,17 +58,26 @@ class ParsedTips:
 
 
 def parse_tips(text: str, n_tips: int) -> ParsedTips:
-    """The first `n_tips` tips found in `text`, and how they were found."""
+    """The first `n_tips` tips found in `text`, and how they were found.
+
+    Readings are tried in order (JSON, truncated JSON, a numbered or bulleted list, one tip
+    per line); the first that yields `n_tips` tips wins, else the one that yields the most.
+    """
     body = _FENCE.sub("", text.strip())
-    for method, found in (
-        ("json", _from_json(body)),
-        ("partial-json", _from_partial_json(body)),
-        ("lines", _from_lines(body)),
-    ):
-        tips = tuple(t for t in (_clean(x) for x in found) if t)[:n_tips]
-        if tips:
-            return ParsedTips(tips, method)  # type: ignore[arg-type]
-    return ParsedTips((), "none")
+    best = ParsedTips((), "none")
+    readings: tuple[tuple[ParseMethod, Callable[[str], list[str]]], ...] = (
+        ("json", _from_json),
+        ("partial-json", _from_partial_json),
+        ("lines", _from_lines),
+        ("plain-lines", _from_plain_lines),
+    )
+    for method, read in readings:
+        tips = tuple(t for t in (_clean(x) for x in read(body)) if t)[:n_tips]
+        if len(tips) > len(best.tips):
+            best = ParsedTips(tips, method)
+        if len(best.tips) >= n_tips:
+            break
+    return best
 
 
 def _from_json(body: str) -> list[str]:
@@ -90,5 +116,24 @@ def _from_lines(body: str) -> list[str]:
     return [m.group(1) for line in body.splitlines() if (m := _LIST_ITEM.match(line))]
 
 
+def _from_plain_lines(body: str) -> list[str]:
+    """One tip per line, without the preamble, headings and JSON punctuation around them."""
+    found = []
+    for line in body.splitlines():
+        text = _clean(_clean(line).rstrip(","))
+        if (
+            len(text.split()) < _MIN_TIP_WORDS
+            or text.endswith(":")
+            or text.startswith(("#", "{", "}", "[", "]"))
+            or _CHATTER.match(text)
+        ):
+            continue
+        found.append(text)
+    return found if len(found) >= _MIN_PLAIN_LINES else []
+
+
 def _clean(tip: str) -> str:
-    return " ".join(tip.split()).strip("\"'“”‘’ ")
+    text = " ".join(tip.split()).strip("\"'“”‘’ ")
+    if text.startswith("**") and text.count("**") == 2 and text.endswith("**"):
+        return text.strip("* ")  # a whole tip in bold
+    return _LABEL.sub("", text).strip("\"'“”‘’ ")

@@ -1,0 +1,88 @@
+"""How much structure to ask of a backend, and where to pay for it.
+
+A grammar that constrains the answer (a JSON schema, or any JSON object) is evaluated on
+every sampled token: with llama.cpp it halves the generation speed of a small model. The
+structured modes choose where to pay for it:
+
+- `auto` (the default): generate freely, parse robustly, and ask again with the schema
+  only when the free answer is not usable;
+- `schema`: always constrain to the JSON schema (tipbench's behaviour before modes existed);
+- `json`: always constrain to some JSON object, without the schema;
+- `off`: never constrain.
+
+Each answer records its *path*, the constraints it took in order (`free`, `free+schema`,
+`schema`, `json`), so results that came about differently stay apart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar, get_args
+
+from tipbench.backends._base import Backend, Constraint, Generation, GenerationRequest
+
+StructuredMode = Literal["auto", "schema", "json", "off"]
+STRUCTURED_MODES: tuple[StructuredMode, ...] = get_args(StructuredMode)
+DEFAULT_STRUCTURED: StructuredMode = "auto"
+
+_CONSTRAINTS: dict[StructuredMode, tuple[Constraint, ...]] = {
+    "auto": ("none", "schema"),
+    "schema": ("schema",),
+    "json": ("json",),
+    "off": ("none",),
+}
+_PATH_NAMES: dict[Constraint, str] = {"none": "free", "schema": "schema", "json": "json"}
+
+T = TypeVar("T")
+
+
+def constraints_for(mode: StructuredMode) -> tuple[Constraint, ...]:
+    """The constraints a mode tries, in order, until an answer is usable."""
+    return _CONSTRAINTS[mode]
+
+
+def path_name(tried: tuple[Constraint, ...]) -> str:
+    """The recorded path of an answer that took these constraints: `free+schema`, ..."""
+    return "+".join(_PATH_NAMES[c] for c in tried)
+
+
+@dataclass(frozen=True)
+class StructuredAnswer(Generic[T]):
+    """The usable answer (or the last one), with what every request of it cost."""
+
+    generation: Generation  # the last answer's text; tokens summed over every request
+    parsed: T
+    path: str
+    latency_s: float  # time inside the backend, summed over every request
+
+
+def generate_structured(
+    backend: Backend,
+    mode: StructuredMode,
+    request_for: Callable[[Constraint], GenerationRequest],
+    parse: Callable[[str], T],
+    usable: Callable[[T], bool],
+) -> StructuredAnswer[T]:
+    """Ask with each of the mode's constraints in turn until `usable(parse(text))`.
+
+    The last answer is returned even when it is not usable: the caller decides whether to
+    retry. Backend errors propagate unchanged.
+    """
+    tried: list[Constraint] = []
+    prompt_tokens = completion_tokens = 0
+    latency = 0.0
+    constraints = constraints_for(mode)
+    for constraint in constraints:
+        tried.append(constraint)
+        started = time.perf_counter()
+        generation = backend.generate(request_for(constraint))
+        latency += time.perf_counter() - started
+        prompt_tokens += generation.prompt_tokens
+        completion_tokens += generation.completion_tokens
+        parsed = parse(generation.text)
+        if usable(parsed):
+            break
+    total = Generation(generation.text, prompt_tokens, completion_tokens, generation.structured)
+    return StructuredAnswer(total, parsed, path_name(tuple(tried)), latency)
