@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,22 @@ def test_structured_output_falls_back_to_the_style_the_server_accepts(base_url: 
     # the accepted style is remembered: the next request goes straight to it
     backend.generate(tips_request(n_tips=2, max_tokens=16))
     assert [sent["response_format"]["type"] for sent in recorder.sent[2:]] == ["json_object"]
+
+
+@pytest.mark.slow
+def test_json_mode_asks_for_a_json_object_and_free_requests_for_nothing(base_url: str) -> None:
+    backend = backend_at(base_url)
+    recorder = Recorder()
+    backend.client = recorder.client(base_url)  # type: ignore[attr-defined]
+    plain = tips_request(n_tips=2, max_tokens=48)
+
+    json_answer = backend.generate(replace(plain, json_schema=None, json_object=True))
+    free_answer = backend.generate(replace(plain, json_schema=None))
+
+    assert recorder.sent[0]["response_format"] == {"type": "json_object"}
+    assert "response_format" not in recorder.sent[1]
+    assert (json_answer.structured, free_answer.structured) == (True, False)
+    assert json_answer.text.lstrip().startswith("{")
 
 
 @pytest.mark.slow

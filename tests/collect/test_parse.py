@@ -45,3 +45,53 @@ def test_schema_asks_for_exactly_n_sentences() -> None:
     assert re.match(TIP_PATTERN, "Block 25 minutes now for the chapter 3 draft.")
     assert not re.match(TIP_PATTERN, "...")
     json.dumps(schema)  # serialisable for every backend
+
+
+def test_one_tip_per_line_under_a_preamble() -> None:
+    text = (
+        "Sure! Here are 3 tips for Maya:\n\n"
+        "Start the chapter draft at 9 before email.\n"
+        "Call the dentist during lunch today.\n"
+        "Pack the gym bag tonight for tomorrow.\n\nGood luck!"
+    )
+    parsed = parse_tips(text, 3)
+    assert parsed.tips == (
+        "Start the chapter draft at 9 before email.",
+        "Call the dentist during lunch today.",
+        "Pack the gym bag tonight for tomorrow.",
+    )
+    assert parsed.method == "plain-lines"
+
+
+def test_labels_and_bold_are_not_part_of_the_tip() -> None:
+    text = "1. **Focus:** Start the chapter draft at 9.\n2. **Call the dentist at noon.**"
+    assert parse_tips(text, 2).tips == (
+        "Start the chapter draft at 9.",
+        "Call the dentist at noon.",
+    )
+    lines = "Tip 1: Start the chapter draft at 9.\nTip 2: Call the dentist at noon today."
+    assert parse_tips(lines, 2).tips == (
+        "Start the chapter draft at 9.",
+        "Call the dentist at noon today.",
+    )
+
+
+def test_the_reading_with_the_most_tips_wins() -> None:
+    text = (
+        '{"tips": ["Start the report now."]}\n- Draft the intro now.\n- Walk for 10 minutes at 5.'
+    )
+    parsed = parse_tips(text, 3)
+    assert parsed.tips == ("Draft the intro now.", "Walk for 10 minutes at 5.")
+    assert parsed.method == "lines"
+
+
+def test_placeholders_times_and_runaways_are_not_tips() -> None:
+    text = '{"tips": ["...", "*", "10:50 AM", "' + "JSON " * 100 + '", "Call Anne before lunch."]}'
+    assert parse_tips(text, 5).tips == ("Call Anne before lunch.",)
+
+
+def test_json_cut_off_after_a_preamble() -> None:
+    text = 'Here is the JSON:\n{"tips": ["Finish the quiz notes first.", "Call the dent'
+    parsed = parse_tips(text, 3)
+    assert parsed.tips == ("Finish the quiz notes first.",)
+    assert parsed.method == "partial-json"

@@ -22,6 +22,7 @@ from tipbench.backends._structured import (
     StructuredMode,
     constraints_for,
     generate_structured,
+    path_name,
 )
 
 __all__ = [
@@ -50,5 +51,6 @@ __all__ = [
     "open_checked",
     "parse_model_list",
     "parse_size",
+    "path_name",
     "resident",
 ]

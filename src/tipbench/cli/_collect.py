@@ -70,6 +70,7 @@ def grid_options(command: F) -> F:
             help="Parallel requests for servers that serve them (not embedded).",
         ),
         click.option("--no-cache", is_flag=True, help="Do not reuse cached responses."),
+        options.structured,
         options.suite,
         options.ollama_url,
         options.openai_base_url,

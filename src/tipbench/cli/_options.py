@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from tipbench.backends import DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_BASE_URL
+from tipbench.backends import (
+    DEFAULT_OLLAMA_URL,
+    DEFAULT_OPENAI_BASE_URL,
+    DEFAULT_STRUCTURED,
+    STRUCTURED_MODES,
+)
 from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.compare import DEFAULT_MIN_SCENARIOS
 from tipbench.judge import DEFAULT_MIN_KAPPA
@@ -98,4 +103,13 @@ min_kappa = click.option(
     default=DEFAULT_MIN_KAPPA,
     show_default=True,
     help="Calibration κ each 1-5 criterion needs for the automatic judge to count.",
+)
+structured = click.option(
+    "--structured",
+    type=click.Choice(STRUCTURED_MODES),
+    default=DEFAULT_STRUCTURED,
+    show_default=True,
+    help="Constrained output: auto = generate freely, ask again with the JSON schema only "
+    "when the answer does not parse; schema / json = always constrain (to the schema / to "
+    "some JSON object); off = never.",
 )

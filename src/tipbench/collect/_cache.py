@@ -16,8 +16,14 @@ from tipbench.suite import content_hash
 
 
 def request_key(model_identity: str, request: GenerationRequest) -> str:
-    """A hash of the model's identity and every field of the request."""
-    return content_hash([model_identity, asdict(request)])
+    """A hash of the model's identity and every field of the request.
+
+    `json_object` counts only when set, so requests made before it existed keep their keys.
+    """
+    fields = asdict(request)
+    if not fields["json_object"]:
+        del fields["json_object"]
+    return content_hash([model_identity, fields])
 
 
 class ResponseCache:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tipbench.backends import GenerationRequest, ModelSpec
+from tipbench.backends import (
+    DEFAULT_STRUCTURED,
+    Constraint,
+    GenerationRequest,
+    ModelSpec,
+    StructuredMode,
+    constraints_for,
+)
 from tipbench.collect._parse import tips_schema
 from tipbench.suite import PromptVersion, Scenario, content_hash
 
@@ -22,6 +29,7 @@ class Cell:
     seed: int
     max_tokens: int
     suite: str
+    structured: StructuredMode = DEFAULT_STRUCTURED
 
     @property
     def name(self) -> str:
@@ -30,9 +38,17 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """A hash of everything that defines the cell: equal keys mean the same cell."""
+        """A hash of everything that defines the cell: equal keys mean the same cell.
+
+        Cells collected with `structured="schema"` (every request constrained, as before
+        the modes existed) keep the keys they always had; any other mode is part of the key.
+        """
+        fields: dict[str, object] = (
+            {} if self.structured == "schema" else {"structured": self.structured}
+        )
         return content_hash(
-            {
+            fields
+            | {
                 "model": str(self.model),
                 "model_identity": self.model_identity,
                 "prompt_version": self.prompt.version,
@@ -47,14 +63,19 @@ class Cell:
             }
         )
 
-    def request(self, attempt: int = 1) -> GenerationRequest:
-        """The cell's request; a retry after unusable output moves the seed on by one."""
+    def request(self, attempt: int = 1, constraint: Constraint | None = None) -> GenerationRequest:
+        """The cell's request, constrained as asked [default: its mode's first constraint].
+
+        A retry after unusable output moves the seed on by one.
+        """
+        constraint = constraint or constraints_for(self.structured)[0]
         return GenerationRequest(
             messages=self.prompt.render(self.scenario, self.n_tips),
             temperature=self.temperature,
             seed=self.seed + attempt - 1,
             max_tokens=self.max_tokens,
-            json_schema=tips_schema(self.n_tips),
+            json_schema=tips_schema(self.n_tips) if constraint == "schema" else None,
+            json_object=constraint == "json",
         )
 
 
@@ -68,10 +89,22 @@ def plan_grid(
     seed: int,
     max_tokens: int,
     suite: str,
+    structured: StructuredMode = DEFAULT_STRUCTURED,
 ) -> list[Cell]:
     """Every cell, model-major (so each model is loaded once), then prompt, then scenario."""
     return [
-        Cell(model, identity, prompt, scenario, n_tips, temperature, seed, max_tokens, suite)
+        Cell(
+            model,
+            identity,
+            prompt,
+            scenario,
+            n_tips,
+            temperature,
+            seed,
+            max_tokens,
+            suite,
+            structured,
+        )
         for model, identity in models
         for prompt in prompts
         for scenario in scenarios

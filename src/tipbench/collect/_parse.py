@@ -30,6 +30,8 @@ _CHATTER = re.compile(
 # One tip per line counts only with at least this many lines: a lone line of prose is no list.
 _MIN_PLAIN_LINES = 2
 _MIN_TIP_WORDS = 3
+# Longer than this is a runaway answer, not one tip (the prompts ask for at most 25 words).
+_MAX_TIP_CHARS = 400
 # One sentence that starts with a word: keeps small models from filling the list with
 # "..." or runs of digits when their output is constrained by the schema.
 TIP_PATTERN = r"^[A-Z][A-Za-z']* [A-Za-z0-9 ,;:'()/%-]{10,160}[.!]$"
@@ -62,6 +64,7 @@ def parse_tips(text: str, n_tips: int) -> ParsedTips:
 
     Readings are tried in order (JSON, truncated JSON, a numbered or bulleted list, one tip
     per line); the first that yields `n_tips` tips wins, else the one that yields the most.
+    Only strings of a few words count as tips: not "...", a time or a number.
     """
     body = _FENCE.sub("", text.strip())
     best = ParsedTips((), "none")
@@ -72,7 +75,7 @@ def parse_tips(text: str, n_tips: int) -> ParsedTips:
         ("plain-lines", _from_plain_lines),
     )
     for method, read in readings:
-        tips = tuple(t for t in (_clean(x) for x in read(body)) if t)[:n_tips]
+        tips = tuple(t for t in (_clean(x) for x in read(body)) if _tip_like(t))[:n_tips]
         if len(tips) > len(best.tips):
             best = ParsedTips(tips, method)
         if len(best.tips) >= n_tips:
@@ -98,8 +101,10 @@ def _from_json(body: str) -> list[str]:
 
 def _from_partial_json(body: str) -> list[str]:
     """Complete string literals of a JSON answer cut off by the token limit."""
-    if not body.lstrip().startswith(("{", "[")):
+    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
+    if start < 0:
         return []
+    body = body[start:]
     found = []
     for match in _JSON_STRING.finditer(body):
         tail = body[match.end() :].lstrip()
@@ -122,7 +127,7 @@ def _from_plain_lines(body: str) -> list[str]:
     for line in body.splitlines():
         text = _clean(_clean(line).rstrip(","))
         if (
-            len(text.split()) < _MIN_TIP_WORDS
+            not _tip_like(text)
             or text.endswith(":")
             or text.startswith(("#", "{", "}", "[", "]"))
             or _CHATTER.match(text)
@@ -130,6 +135,14 @@ def _from_plain_lines(body: str) -> list[str]:
             continue
         found.append(text)
     return found if len(found) >= _MIN_PLAIN_LINES else []
+
+
+def _tip_like(text: str) -> bool:
+    return (
+        len(text.split()) >= _MIN_TIP_WORDS
+        and len(text) <= _MAX_TIP_CHARS
+        and any(c.isalpha() for c in text)
+    )
 
 
 def _clean(tip: str) -> str:

@@ -41,6 +41,7 @@ class CellOutcome:
     cached: bool = False
     error: str | None = None
     finished_at: float = 0.0
+    path: str = ""  # the constraints the answer took: free, free+schema, schema, json
 
     @property
     def ok(self) -> bool:
@@ -63,6 +64,7 @@ def build_record(
             CellParam.N_TIPS: str(cell.n_tips),
             CellParam.SEED: str(cell.seed),
             CellParam.MAX_TOKENS: str(cell.max_tokens),
+            CellParam.STRUCTURED: cell.structured,
         },
         cell_key=cell.key,
         cell_status=CELL_OK if outcome.ok else CELL_FAILED,
@@ -73,6 +75,7 @@ def build_record(
         model_identity=cell.model_identity,
         judge_pending=outcome.ok,
         parse_method=outcome.parse_method if outcome.ok else "",
+        generation_path=outcome.path,
         error=None if outcome.ok else (outcome.error or "")[:_ERROR_CHARS],
     )
     messages = cell.prompt.render(cell.scenario, cell.n_tips)

@@ -12,7 +12,17 @@ from typing import Protocol
 from tipbench._errors import BackendError, GenerationFailed
 from tipbench._phase import PhaseResult, SilentProgress
 from tipbench._words import counted
-from tipbench.backends import Backend, RetryPolicy, call_with_retries, open_checked, resident
+from tipbench.backends import (
+    Backend,
+    Generation,
+    RetryPolicy,
+    call_with_retries,
+    constraints_for,
+    generate_structured,
+    open_checked,
+    path_name,
+    resident,
+)
 from tipbench.collect._cache import ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._duplicates import DuplicateReport, resolve_duplicates
@@ -89,6 +99,7 @@ def collect(
         seed=config.seed,
         max_tokens=config.generation_tokens,
         suite=suite.label,
+        structured=config.structured,
     )
 
     progress.note("opening the tracking store")
@@ -207,6 +218,7 @@ def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
         "temperature": str(config.temperature),
         "seed": str(config.seed),
         "max_model_b": str(config.max_model_b),
+        "structured": config.structured,
         "suite": suite.label,
         "suite_hash": suite.hash,
     }
@@ -262,13 +274,22 @@ class _Block:
     def _from_cache(self, cell: Cell) -> CellOutcome | None:
         if self.cache is None:
             return None
-        hit = self.cache.get(request_key(cell.model_identity, cell.request()))
+        hit = self.cache.get(_cache_key(cell))
         if hit is None:
             return None
         generation, latency, attempts = hit
         parsed = parse_tips(generation.text, cell.n_tips)
         return CellOutcome(
-            cell, parsed.tips, parsed.method, generation, latency, attempts, True, None, time.time()
+            cell,
+            parsed.tips,
+            parsed.method,
+            generation,
+            latency,
+            attempts,
+            True,
+            None,
+            time.time(),
+            _cached_path(cell, generation),
         )
 
     def _generate(self, backend: Backend, cell: Cell) -> CellOutcome:
@@ -280,19 +301,24 @@ class _Block:
         def attempt(number: int) -> CellOutcome:
             nonlocal attempts
             attempts = number
-            started = time.perf_counter()
-            generation = backend.generate(cell.request(number))
-            latency = time.perf_counter() - started
-            parsed = parse_tips(generation.text, cell.n_tips)
+            answer = generate_structured(
+                backend,
+                cell.structured,
+                lambda constraint: cell.request(number, constraint),
+                lambda text: parse_tips(text, cell.n_tips),
+                lambda parsed: len(parsed.tips) >= cell.n_tips,
+            )
+            parsed, generation = answer.parsed, answer.generation
             tries.append(
                 CellOutcome(
                     cell,
                     parsed.tips,
                     parsed.method,
                     generation,
-                    latency,
+                    answer.latency_s,
                     number,
                     finished_at=time.time(),
+                    path=answer.path,
                 )
             )
             if not parsed.tips:
@@ -310,6 +336,24 @@ class _Block:
                 finished_at=time.time(),
             )
         if self.cache is not None and outcome.generation is not None:
-            key = request_key(cell.model_identity, cell.request())
-            self.cache.put(key, outcome.generation, outcome.latency_s, outcome.attempts)
+            self.cache.put(
+                _cache_key(cell), outcome.generation, outcome.latency_s, outcome.attempts
+            )
         return outcome
+
+
+def _cache_key(cell: Cell) -> str:
+    """The cell's cache key: its first request, and its structured mode unless `schema`
+    (whose answers were cached under the bare request before the modes existed)."""
+    identity = cell.model_identity
+    if cell.structured != "schema":
+        identity = f"{identity}|structured={cell.structured}"
+    return request_key(identity, cell.request())
+
+
+def _cached_path(cell: Cell, generation: Generation) -> str:
+    """The path a cached answer took: under `auto`, a constrained one was a retry."""
+    tried = constraints_for(cell.structured)
+    if cell.structured == "auto" and not generation.structured:
+        tried = tried[:1]
+    return path_name(tried)

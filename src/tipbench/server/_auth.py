@@ -198,4 +198,3 @@ async def _check_csrf(request: Request) -> None:
     expected = csrf_token(request)
     if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")
-

@@ -59,6 +59,7 @@ class CellParam:
     N_TIPS = "n_tips"
     SEED = "seed"
     MAX_TOKENS = "max_tokens"
+    STRUCTURED = "structured"  # collect's structured mode; absent on runs from before it
 
 
 class CellTag:
@@ -74,6 +75,8 @@ class CellTag:
     JUDGE_PENDING = "judge_pending"
     JUDGE_KIND = "judge_kind"
     PARSE_METHOD = "parse_method"
+    #: How the answer came about: `free`, `free+schema` (a constrained retry), `schema`, `json`.
+    GENERATION_PATH = "generation_path"
     ERROR = "error"
     AUTO_JUDGE_ERROR = "auto_judge_error"
     AUTO_JUDGE_RESAMPLED = "auto_judge_resampled"
@@ -302,6 +305,7 @@ class CellRun:
     rubric: str = ""
     model_identity: str = ""
     parse_method: str = ""
+    generation_path: str = ""
     error: str | None = None
     judge_pending: bool = False
     settings: dict[str, str] = field(default_factory=dict)  # temperature, n_tips, seed, ...
@@ -328,6 +332,7 @@ class CellRun:
             rubric=tags.get(CellTag.RUBRIC, ""),
             model_identity=tags.get(CellTag.MODEL_IDENTITY, ""),
             parse_method=tags.get(CellTag.PARSE_METHOD, ""),
+            generation_path=tags.get(CellTag.GENERATION_PATH, ""),
             error=tags.get(CellTag.ERROR),
             judge_pending=tags.get(CellTag.JUDGE_PENDING) == "true",
             settings={k: params[k] for k in _SETTINGS if k in params},
@@ -408,9 +413,17 @@ class CellRun:
         tags = {k: v for k, v in tags.items() if v}
         if self.parse_method:
             tags[CellTag.PARSE_METHOD] = self.parse_method
+        if self.generation_path:
+            tags[CellTag.GENERATION_PATH] = self.generation_path
         if self.error is not None:
             tags[CellTag.ERROR] = self.error
         return tags
 
 
-_SETTINGS = (CellParam.TEMPERATURE, CellParam.N_TIPS, CellParam.SEED, CellParam.MAX_TOKENS)
+_SETTINGS = (
+    CellParam.TEMPERATURE,
+    CellParam.N_TIPS,
+    CellParam.SEED,
+    CellParam.MAX_TOKENS,
+    CellParam.STRUCTURED,
+)
