@@ -8,7 +8,19 @@ each as a fresh process, wall clock from process start to exit:
       prompts, seeds, max tokens, JSON schema) that collect makes, with the same model
       settings (n_ctx, plain CPU buffers, TIPBENCH_LLAMA_THREADS);
   (b) `tipbench collect` into a real `mlflow server` (loopback, proxied artifacts), with a
-      fresh TIPBENCH_HOME and --no-cache.
+      fresh TIPBENCH_HOME and --no-cache, in its default structured mode (`auto`: free
+      generation, a schema-constrained retry only for answers that do not parse);
+  (u) plain llama-cpp-python, the same prompts sent unconstrained (no schema, no grammar):
+      the backend's own speed;
+  (s) plain llama-cpp-python, the same prompts each constrained by the JSON schema: what
+      every request cost before `--structured` (collect's old behaviour).
+
+(a) replays exactly the requests (b) makes: every free request, and the constrained retry
+for the cells whose free answer does not parse (known from (u)'s answers, which (b) gets
+too: same prompts, seeds and model settings). Per arm it prints wall time, completion
+tokens, tokens/s (inside the requests) and the share of cells parsing into n_tips tips,
+with the targets of issue 10: (b) tokens/s ≥ 0.9 × (u), ≥ 95 % of (b)'s cells parsing into
+n_tips tips, (b)/(a) ≤ 1.05 (printed, not part of the exit status).
 
 It prints b/a (target ≤ 1.10), the model loads per grid (must equal the number of models),
 and the cost of a warm re-run of (b): the same command again, which resumes every cell from
@@ -53,7 +65,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the real-server helpers the tests use
 from support.servers import MlflowServer  # noqa: E402
 from tipbench.backends import BackendOptions, open_backend  # noqa: E402
 from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers  # noqa: E402
-from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid  # noqa: E402
+from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid  # noqa: E402
 from tipbench.suite import load_suite  # noqa: E402
 from tipbench.tracking import CELL_RUNS  # noqa: E402
 
@@ -83,7 +95,7 @@ _BASELINE_BODY = """
 spec = json.load(open(sys.argv[1], encoding="utf-8"))
 threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
 extra = {"n_threads": int(threads)} if threads else {}
-texts = {}
+texts, tokens = {}, {}
 for block in spec["blocks"]:
     mark("loading " + block["model"])
     from llama_cpp import Llama
@@ -96,11 +108,12 @@ for block in spec["blocks"]:
             max_tokens=r["max_tokens"], response_format=r["response_format"],
         )
         texts[r["name"]] = response["choices"][0]["message"].get("content") or ""
+        tokens[r["name"]] = (response.get("usage") or {}).get("completion_tokens", 0)
         mark(f"[{i}/{len(block['requests'])}] {r['name']}")
     mark("unloading " + block["model"])
     llm.close()
     del llm
-json.dump(texts, open(sys.argv[2], "w", encoding="utf-8"))
+json.dump({"texts": texts, "tokens": tokens}, open(sys.argv[2], "w", encoding="utf-8"))
 """
 
 
@@ -116,7 +129,10 @@ class Grid:
     config: CollectConfig
     n_models: int
     cells: list[str]  # run names, in collect's order
-    requests_file: Path
+    requests_file: Path  # (a): written once (u)'s answers show which cells (b) retries
+    free_file: Path  # (u)
+    schema_file: Path  # (s)
+    blocks: list[dict[str, Any]] = field(default_factory=list)  # per model: both requests
 
     def collect_args(self, experiment: str, tracking_uri: str) -> list[str]:
         c = self.config
@@ -163,33 +179,78 @@ def plan(args: argparse.Namespace, folder: Path) -> Grid:
     )
     blocks = []
     for backend in backends:
-        requests = []
+        pairs = []
         for cell in (c for c in cells if c.model == backend.spec):
-            request = cell.request()
-            schema_format = (
-                {"type": "json_object", "schema": request.json_schema}  # as the backend sends it
-                if request.json_schema is not None
-                else None
-            )
-            requests.append(
+            free, schema = cell.request(constraint="none"), cell.request(constraint="schema")
+            pairs.append(
                 {
                     "name": cell.name,
-                    "messages": request.chat_messages(),
-                    "temperature": request.temperature,
-                    "seed": request.seed,
-                    "max_tokens": request.max_tokens,
-                    "response_format": schema_format,
+                    "free": wire(cell.name, free),
+                    "schema": wire(cell.name, schema),
                 }
             )
         assert isinstance(backend, LlamaCppBackend)
-        blocks.append(
-            {"model": str(backend.spec), "model_path": str(backend.path), "requests": requests}
-        )
-    requests_file = folder / "requests.json"
-    requests_file.write_text(
-        json.dumps({"n_ctx": options.n_ctx, "blocks": blocks}, indent=1), encoding="utf-8"
+        blocks.append({"model": str(backend.spec), "model_path": str(backend.path), "pairs": pairs})
+    grid = Grid(
+        config,
+        len(backends),
+        [c.name for c in cells],
+        folder / "requests.json",
+        folder / "requests-free.json",
+        folder / "requests-schema.json",
+        blocks,
     )
-    return Grid(config, len(backends), [c.name for c in cells], requests_file)
+    write_requests(grid, grid.free_file, lambda pair: [pair["free"]])
+    write_requests(grid, grid.schema_file, lambda pair: [pair["schema"]])
+    return grid
+
+
+def wire(name: str, request: Any) -> dict[str, Any]:
+    """A request as the embedded backend sends it to llama-cpp-python."""
+    schema_format = (
+        {"type": "json_object", "schema": request.json_schema}
+        if request.json_schema is not None
+        else None
+    )
+    return {
+        "name": name,
+        "messages": request.chat_messages(),
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "max_tokens": request.max_tokens,
+        "response_format": schema_format,
+    }
+
+
+def write_requests(grid: Grid, path: Path, pick: Any) -> None:
+    blocks = [
+        {
+            "model": block["model"],
+            "model_path": block["model_path"],
+            "requests": [r for pair in block["pairs"] for r in pick(pair)],
+        }
+        for block in grid.blocks
+    ]
+    spec = {"n_ctx": BackendOptions().n_ctx, "blocks": blocks}
+    path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
+
+
+def write_replay(grid: Grid, free_texts: dict[str, str]) -> set[str]:
+    """(a)'s requests: (b)'s free request per cell, then the schema retry where its answer
+    does not parse into n_tips tips. The free answer of a retried cell is named `NAME#free`,
+    so that NAME holds the final answer, as (b)'s response.txt does."""
+    n_tips = grid.config.n_tips
+    retried = {
+        name for name, text in free_texts.items() if len(parse_tips(text, n_tips).tips) < n_tips
+    }
+
+    def pick(pair: dict[str, Any]) -> list[dict[str, Any]]:
+        if pair["name"] not in retried:
+            return [pair["free"]]
+        return [pair["free"] | {"name": pair["name"] + "#free"}, pair["schema"]]
+
+    write_requests(grid, grid.requests_file, pick)
+    return retried
 
 
 # --------------------------------------------------------------------------- timing
@@ -406,6 +467,35 @@ def warm_up(server_url: str, model_paths: list[str], env: dict[str, str]) -> Non
 QUIET = 0.05  # a run is quiet if other processes used < 5% of one CPU on average meanwhile
 
 
+@dataclass(frozen=True)
+class ArmResult:
+    """What one arm generated: wall clock, time inside the requests, tokens, usable cells."""
+
+    seconds: float
+    request_seconds: float
+    tokens: int
+    full: int  # cells whose (final) answer parses into n_tips tips
+    cells: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.request_seconds if self.request_seconds else 0.0
+
+
+def bare_arm(timed: Timed, output: dict[str, Any], grid: Grid) -> ArmResult:
+    """An arm of plain llama-cpp-python, from its marks and its answers."""
+    n = grid.config.n_tips
+    texts = output["texts"]
+    full = sum(len(parse_tips(texts.get(name, ""), n).tips) >= n for name in grid.cells)
+    return ArmResult(
+        timed.seconds,
+        timed.request_seconds(),
+        sum(output["tokens"].values()),
+        full,
+        len(grid.cells),
+    )
+
+
 @dataclass
 class Round:
     order: str
@@ -420,6 +510,8 @@ class Round:
     same: int
     attempts: float
     b_latency: float  # the sum of the cells' latency_s metrics: time inside generate()
+    arms: dict[str, ArmResult] = field(default_factory=dict)  # u, s, a, b
+    paths: dict[str, int] = field(default_factory=dict)  # (b)'s generation_path counts
 
     @property
     def ratio(self) -> float:
@@ -483,6 +575,22 @@ def one_round(
         )
         return result
 
+    arms: dict[str, ArmResult] = {}
+    for arm, label, requests in (
+        ("u", "(u) plain llama-cpp-python, unconstrained", grid.free_file),
+        ("s", "(s) plain llama-cpp-python, every request schema-constrained", grid.schema_file),
+    ):
+        out = work / f"arm-{arm}.json"
+        command = [sys.executable, "-c", baseline_code(), str(requests), str(out)]
+        result = timed_run(label, command, env)
+        if result.returncode != 0:
+            raise SystemExit(f"({arm}) failed with exit code {result.returncode}")
+        output = json.loads(out.read_text(encoding="utf-8"))
+        arms[arm] = bare_arm(result, output, grid)
+        if arm == "u" and not grid.requests_file.exists():
+            retried = write_replay(grid, output["texts"])
+            print(f"  (a) replays (b)'s requests: {len(retried)} schema retries", flush=True)
+
     order = "a,b" if number % 2 else "b,a"
     timed: dict[str, Timed] = {}
     for side in order.split(","):
@@ -501,8 +609,22 @@ def one_round(
     finished = sum(r.info.status == "FINISHED" for r in runs)
     attempts = sum(r.data.metrics.get("attempts", 1) for r in runs)
     b_latency = sum(r.data.metrics.get("latency_s", 0.0) for r in runs)
-    baseline = json.loads(texts_file.read_text(encoding="utf-8"))
+    output_a = json.loads(texts_file.read_text(encoding="utf-8"))
+    baseline = output_a["texts"]
     same = same_responses(client, runs, baseline, work / "artifacts")
+    arms["a"] = bare_arm(a, output_a, grid)
+    n_tips = grid.config.n_tips
+    arms["b"] = ArmResult(
+        b.seconds,
+        b_latency,
+        int(sum(r.data.metrics.get("completion_tokens", 0) for r in runs)),
+        sum(r.data.metrics.get("candidate_count", 0) >= n_tips for r in runs),
+        len(grid.cells),
+    )
+    paths: dict[str, int] = {}
+    for r in runs:
+        path = r.data.tags.get("generation_path", "?")
+        paths[path] = paths.get(path, 0) + 1
 
     warm = timed_run("warm re-run of (b)", command_b, env_b)
     if warm.returncode != 0:
@@ -520,6 +642,8 @@ def one_round(
         same=same,
         attempts=attempts / max(len(runs), 1),
         b_latency=b_latency,
+        arms=arms,
+        paths=paths,
     )
 
 
@@ -618,12 +742,64 @@ def report(grid: Grid, rounds: list[Round], threads: str | None) -> bool:
         f"warm re-run / (a), best:     {warm_ratio:.3f}   (every cell resumed from MLflow, "
         "no model load)"
     )
+    report_arms(rounds)
     clean = all(r.runs == n and r.finished == n and r.runs_after_warm == n for r in rounds)
     print(
         f"MLflow: {n} cell runs per grid, all FINISHED, none duplicated by the warm re-run: "
         f"{'yes' if clean else 'NO'}"
     )
     return ratio <= TARGET and loads_ok and clean
+
+
+ARM_LABELS = {
+    "u": "(u) unconstrained",
+    "s": "(s) schema, every request",
+    "a": "(a) replay of (b)'s requests",
+    "b": "(b) tipbench collect (auto)",
+}
+
+
+def report_arms(rounds: list[Round]) -> None:
+    """Issue 10: generation at the backend's own speed. Each arm's best round (least
+    disturbed); tokens/s over the time inside the requests."""
+    print("-" * 96)
+    print(
+        f"{'arm':<32} {'wall s':>8} {'in requests s':>14} {'tokens':>7} {'tokens/s':>9}"
+        f" {'cells with n_tips':>18}"
+    )
+    best: dict[str, ArmResult] = {}
+    for key, label in ARM_LABELS.items():
+        arm = min((r.arms[key] for r in rounds), key=lambda x: x.seconds)
+        best[key] = arm
+        print(
+            f"{label:<32} {arm.seconds:>8.2f} {arm.request_seconds:>14.2f} {arm.tokens:>7}"
+            f" {arm.tokens_per_s:>9.1f} {f'{arm.full}/{arm.cells}':>12}"
+            f" {arm.full / arm.cells:>5.0%}"
+        )
+    paths = sorted({p for r in rounds for p in r.paths})
+    print(
+        "(b) generation paths: "
+        + ", ".join(f"{p} {[r.paths.get(p, 0) for r in rounds]}" for p in paths)
+    )
+    speed = best["b"].tokens_per_s / best["u"].tokens_per_s
+    share = best["b"].full / best["b"].cells
+    overhead = best["b"].seconds / best["a"].seconds
+    schema_speed = best["s"].tokens_per_s / best["u"].tokens_per_s
+    print(f"(s)/(u) tokens/s:             {schema_speed:.3f}   (what the grammar costs per token)")
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    print(f"(b)/(u) tokens/s:             {speed:.3f}   target ≥ 0.90   {verdict(speed >= 0.9)}")
+    print(f"(b) cells with n_tips tips:   {share:.1%}   target ≥ 95%    {verdict(share >= 0.95)}")
+    print(
+        f"(b)/(a) wall clock:           {overhead:.3f}   target ≤ 1.05   "
+        f"{verdict(overhead <= 1.05)}"
+    )
+    print(
+        f"(b)/(s) wall clock:           {best['b'].seconds / best['s'].seconds:.3f}   "
+        "(the default against every request constrained, as before)"
+    )
 
 
 def main() -> int:
@@ -658,7 +834,7 @@ def main() -> int:
         with MlflowServer(folder / "mlflow-server") as server:
             assert server.process is not None
             meter = CpuMeter(server.process.pid)  # the server runs in its own session
-            blocks = json.loads(grid.requests_file.read_text(encoding="utf-8"))["blocks"]
+            blocks = json.loads(grid.free_file.read_text(encoding="utf-8"))["blocks"]
             warm_up(server.url, [b["model_path"] for b in blocks], env)
             meter.wait_server_idle()
             rounds = [

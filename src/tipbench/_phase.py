@@ -9,7 +9,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from tipbench.backends import DEFAULT_OLLAMA_URL, DEFAULT_OPENAI_BASE_URL, BackendOptions
+from tipbench.backends import (
+    DEFAULT_OLLAMA_URL,
+    DEFAULT_OPENAI_BASE_URL,
+    DEFAULT_STRUCTURED,
+    BackendOptions,
+    StructuredMode,
+)
 
 DEFAULT_EXPERIMENT = "tip-bench-auto"
 
@@ -60,6 +66,10 @@ class PhaseConfig(BaseModel):
     )
     openai_base_url: str | None = Field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL"))
     suite: str | None = None
+    #: Where to pay for constrained output (see `tipbench.backends._structured`): collect's
+    #: `auto` generates freely and asks again with the schema only for answers that do not
+    #: parse; the judge's `auto` is its score schema.
+    structured: StructuredMode = DEFAULT_STRUCTURED
 
     def backend_options(self, **overrides: Any) -> BackendOptions:
         """Where the backends' servers are, with `overrides` (e.g. `n_ctx`)."""

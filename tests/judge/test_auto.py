@@ -193,6 +193,30 @@ def test_ollama_judge_loads_once_scores_everything_and_unloads(
     }
 
 
+def test_auto_mode_judges_with_the_score_schema_and_says_so(
+    server: FakeOllama, grid: dict[str, Run], sqlite_uri: str, experiment: str
+) -> None:
+    result = judge(server, sqlite_uri, experiment)  # structured="auto", the default
+
+    assert result.exit_code == 0
+    assert all(c["format"] == score_schema() for c in judge_chats(server))
+    runs = cell_runs(sqlite_uri, experiment).values()
+    assert {run.data.tags["auto_judge_structured"] for run in runs} == {"schema"}
+
+
+def test_off_mode_sends_no_format_and_reads_free_answers(
+    server: FakeOllama, grid: dict[str, Run], sqlite_uri: str, experiment: str
+) -> None:
+    """Unconstrained, the fake answers a numbered list (no scores): every candidate is
+    retried, then its run is recorded as failed, and the mode is visible in the requests."""
+    result = judge(server, sqlite_uri, experiment, structured="off")
+
+    chats = judge_chats(server)
+    assert chats and all(c.get("format") is None for c in chats)
+    assert (result.judged, len(result.failed)) == (0, 3)
+    assert all("unparsable judge output" in error for _, error in result.failed)
+
+
 def test_server_errors_are_retried(
     server: FakeOllama, grid: dict[str, Run], sqlite_uri: str, experiment: str
 ) -> None:

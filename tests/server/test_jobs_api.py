@@ -130,7 +130,13 @@ def test_the_admin_token_is_never_stored(client: TestClient, tipbench_home: Path
 
 def test_run_request_becomes_the_same_config_for_tipbench_run() -> None:
     request = RunRequest.model_validate(
-        {**TINY, "temperature": 0.3, "max_model_b": 1.5, "experiment": "tip-bench-x"}
+        {
+            **TINY,
+            "temperature": 0.3,
+            "max_model_b": 1.5,
+            "experiment": "tip-bench-x",
+            "structured": "schema",
+        }
     )
     params = dict(run_command.make_context("run", request.cli_args()).params)
     for run_only in ("judge_model", "out", "min_scenarios", "plot", "reveal"):

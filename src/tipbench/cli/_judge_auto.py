@@ -24,6 +24,7 @@ from tipbench.tracking import TrackingStore
 @options.max_model_b
 @options.allow_unknown_size
 @click.option("--rejudge", is_flag=True, help="Judge already auto-judged runs again (new version).")
+@options.structured
 @options.suite
 @options.ollama_url
 @options.openai_base_url

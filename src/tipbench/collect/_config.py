@@ -6,7 +6,7 @@ from pydantic import Field, field_validator
 
 from tipbench._errors import ConfigError
 from tipbench._phase import PhaseConfig
-from tipbench.backends import DEFAULT_STRUCTURED, ModelSpec, StructuredMode, parse_model_list
+from tipbench.backends import ModelSpec, parse_model_list
 
 DEFAULT_MODELS = "llamacpp:smollm2-135m"
 DEFAULT_PROMPTS = "v1,v2-mentor,v3-few-shot"
@@ -33,9 +33,6 @@ class CollectConfig(PhaseConfig):
     diversity: bool = False
     concurrency: int = Field(default=1, ge=1, le=32)
     use_cache: bool = True
-    #: Where to pay for constrained output: `auto` generates freely and asks again with the
-    #: schema only when the answer does not parse into `n_tips` tips (see `backends`).
-    structured: StructuredMode = DEFAULT_STRUCTURED
 
     @field_validator("models", "prompts", mode="before")
     @classmethod

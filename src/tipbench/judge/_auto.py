@@ -20,12 +20,16 @@ from pydantic import field_validator
 from tipbench._errors import BackendError, ConfigError, GenerationFailed, TrackingError
 from tipbench._phase import PhaseConfig, PhaseResult, SilentProgress
 from tipbench.backends import (
+    DEFAULT_STRUCTURED,
     Backend,
     BackendOptions,
+    Constraint,
     GenerationRequest,
     ModelSpec,
     RetryPolicy,
+    StructuredMode,
     call_with_retries,
+    generate_structured,
     open_checked,
     resident,
 )
@@ -163,7 +167,7 @@ def auto_judge(
             f"cannot read candidates at {store.shown_uri}: {short_error(exc)}"
         ) from None
 
-    judge = CandidateJudge(backend, rubric.text(), retry, progress)
+    judge = CandidateJudge(backend, rubric.text(), retry, progress, config.structured)
     writer = BackgroundWriter(store)
     try:
         with resident(backend, retry, progress.note):
@@ -177,7 +181,7 @@ def auto_judge(
                 else:
                     result.judged += 1
                     result.candidates += len(verdict.scores)
-                    writer.submit(name, _write_scores(run, verdict, str(spec)))
+                    writer.submit(name, _write_scores(run, verdict, str(spec), judge.mode))
     except KeyboardInterrupt:
         result.interrupted = True
         raise
@@ -266,12 +270,28 @@ class RawAnswer:
         return {"text": self.text, "temperature": self.temperature, "seed": self.seed}
 
 
+def judge_mode(structured: StructuredMode) -> StructuredMode:
+    """The mode the judge's requests are made in: `auto` is the score schema.
+
+    Unlike a list of tips, the judge's answer is a handful of small integers: its grammar
+    is a short enum that costs little per answer, while the embedded judge's free answers
+    almost never parse (it repeats keys until the token limit; see bench/README.md). A
+    free first try would only add its tokens to every candidate.
+    """
+    return "schema" if structured == "auto" else structured
+
+
 @dataclass
 class CandidateJudge:
     backend: Backend
     rubric_text: str
     retry: RetryPolicy
     progress: AutoJudgeProgress
+    structured: StructuredMode = DEFAULT_STRUCTURED
+
+    @property
+    def mode(self) -> StructuredMode:
+        return judge_mode(self.structured)
 
     def cell(self, name: str, cell: CellCandidates) -> _Verdict:
         """Score a run's candidates one by one; stop at the first that cannot be scored."""
@@ -303,25 +323,34 @@ class CandidateJudge:
         Every answer the model gave, parsable or not, is appended to `answers`.
         """
         messages = judge_messages(self.rubric_text, cell.scenario, candidate.model_dump())
-        schema = score_schema()
         temperature = JUDGE_TEMPERATURE
 
         def attempt(number: int) -> tuple[Scores, tuple[float, int]]:
             nonlocal temperature
             seed = JUDGE_SEED + number - 1
-            request = GenerationRequest(messages, temperature, seed, JUDGE_MAX_TOKENS, schema)
-            text = self.backend.generate(request).text
-            answers.append(RawAnswer(text, request.temperature, seed))
-            scores = parse_scores(text)
+
+            def request_for(constraint: Constraint) -> GenerationRequest:
+                schema = score_schema() if constraint == "schema" else None
+                return GenerationRequest(
+                    messages, temperature, seed, JUDGE_MAX_TOKENS, schema, constraint == "json"
+                )
+
+            answer = generate_structured(
+                self.backend, self.mode, request_for, parse_scores, lambda s: s is not None
+            )
+            text, scores = answer.generation.text, answer.parsed
+            answers.append(RawAnswer(text, temperature, seed))
             if scores is None:
                 temperature = RESAMPLE_TEMPERATURE
                 raise GenerationFailed(f"unparsable judge output: {text[:120]!r}")
-            return scores, (request.temperature, seed)
+            return scores, (answers[-1].temperature, seed)
 
         return call_with_retries(attempt, self.retry)[0]
 
 
-def _write_scores(run: CellRun, verdict: _Verdict, judged_by: str) -> WriteJob:
+def _write_scores(
+    run: CellRun, verdict: _Verdict, judged_by: str, mode: StructuredMode
+) -> WriteJob:
     from mlflow.entities import RunTag
 
     run_id = run.run_id
@@ -329,6 +358,7 @@ def _write_scores(run: CellRun, verdict: _Verdict, judged_by: str) -> WriteJob:
     tags = {
         CellTag.AUTO_JUDGE_TEMPERATURE: str(JUDGE_TEMPERATURE),
         CellTag.AUTO_JUDGE_SEED: str(JUDGE_SEED),
+        CellTag.AUTO_JUDGE_STRUCTURED: mode,
     }
     if verdict.resampled:
         settings = {cid: list(setting) for cid, setting in verdict.resampled.items()}

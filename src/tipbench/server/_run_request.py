@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from tipbench._errors import TipbenchError
 from tipbench._redact import has_credentials
+from tipbench.backends import DEFAULT_STRUCTURED, StructuredMode
 from tipbench.collect import BENCH_EXPERIMENT_PATTERN as EXPERIMENT_PATTERN
 from tipbench.collect import DEFAULT_EXPERIMENT, CollectConfig
 from tipbench.suite import Suite, load_suite
@@ -90,6 +91,11 @@ class RunRequest(BaseModel):
         description="MLflow tracking URI, one the server allows [default: the server's store].",
         max_length=MAX_URL_CHARS,
     )
+    structured: StructuredMode = Field(
+        default=DEFAULT_STRUCTURED,
+        description="Constrained output: auto (free first, the JSON schema only for answers "
+        "that do not parse), schema, json or off.",
+    )
 
     @field_validator("models", "prompts", mode="before")
     @classmethod
@@ -159,6 +165,7 @@ class RunRequest(BaseModel):
             experiment=self.experiment,
             max_model_b=self.max_model_b,
             ollama_url=self.ollama_url,
+            structured=self.structured,
         )
 
     def cell_count(self) -> int:
@@ -177,6 +184,7 @@ class RunRequest(BaseModel):
             "--experiment", self.experiment,
             "--max-model-b", repr(self.max_model_b),
             "--ollama-url", self.ollama_url,
+            "--structured", self.structured,
         ]  # fmt: skip
 
 

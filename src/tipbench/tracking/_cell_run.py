@@ -82,6 +82,8 @@ class CellTag:
     AUTO_JUDGE_RESAMPLED = "auto_judge_resampled"
     AUTO_JUDGE_TEMPERATURE = "auto_judge_temperature"
     AUTO_JUDGE_SEED = "auto_judge_seed"
+    #: The structured mode of the judge's requests (`schema`, `json` or `off`).
+    AUTO_JUDGE_STRUCTURED = "auto_judge_structured"
 
 
 class CellMetric:
