@@ -172,8 +172,10 @@ def test_cell_runs_hold_the_params_tags_and_metrics_of_the_spec(collected: Colle
         "n_tips": "3",
         "seed": "42",
         "max_tokens": "?",
+        "structured": "auto",
     }
     tags = run.data.tags
+    assert tags["generation_path"] == "free"  # the free answer parsed: no constrained retry
     assert tags["judge_pending"] == "true"
     assert tags["rubric"] == "tip-v1"
     assert tags["cell_status"] == "ok"
@@ -196,7 +198,7 @@ def test_temperature_and_seed_reach_the_server(collected: Collected) -> None:
     for sent in generations:
         assert sent["options"]["temperature"] == 0.7
         assert sent["options"]["seed"] == 42
-        assert sent["format"]["properties"]["tips"]["minItems"] == 3
+        assert sent.get("format") is None  # --structured auto: unconstrained first
 
 
 def test_cell_artifacts_are_real_artifacts(collected: Collected) -> None:
@@ -211,7 +213,7 @@ def test_cell_artifacts_are_real_artifacts(collected: Collected) -> None:
     assert len(texts) == 3 and all(texts)
     assert [c["id"] for c in candidates["candidates"]] == ["c1", "c2", "c3"]
     response = store.artifact(run, "response.txt")
-    assert json.loads(response)["tips"] == texts
+    assert response.splitlines() == [f"{i}. {text}" for i, text in enumerate(texts, 1)]
 
     persona = load_suite().scenario(SCENARIOS[0]).persona_name
     assert persona in store.artifact(run, "prompt.txt")
@@ -290,7 +292,7 @@ def test_a_failed_cell_records_how_often_it_was_tried(server: FakeOllama, sqlite
 def test_garbage_output_is_retried_with_the_next_seed(server: FakeOllama, sqlite_uri: str) -> None:
     server.garbage_next()
     result = collect(
-        grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1),
+        grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1, structured="schema"),
         tracking_uri=sqlite_uri,
         retry=FAST_RETRY,
     )
@@ -298,9 +300,30 @@ def test_garbage_output_is_retried_with_the_next_seed(server: FakeOllama, sqlite
     (run,) = Store.open(sqlite_uri).cells().values()
     assert run.data.metrics["attempts"] == 2
     assert run.data.tags["parse_method"] == "json"
+    assert run.data.tags["generation_path"] == "schema"
     assert [r["options"]["seed"] for r in server.requests if r["messages"]] == [42, 43]
     candidates = json.loads(Store.open(sqlite_uri).artifact(run, CANDIDATES_FILE))
     assert len(candidates["candidates"]) == 3
+
+
+def test_a_garbage_free_answer_is_asked_again_with_the_schema(
+    server: FakeOllama, sqlite_uri: str
+) -> None:
+    server.garbage_next()
+    result = collect(
+        grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1),
+        tracking_uri=sqlite_uri,
+        retry=FAST_RETRY,
+    )
+    assert result.exit_code == 0
+    (run,) = Store.open(sqlite_uri).cells().values()
+    assert run.data.metrics["attempts"] == 1
+    assert run.data.tags["generation_path"] == "free+schema"
+    assert run.data.tags["parse_method"] == "json"
+    sent = [r for r in server.requests if r["messages"]]
+    assert [r["options"]["seed"] for r in sent] == [42, 42]  # the same request, constrained
+    assert sent[0].get("format") is None
+    assert sent[1]["format"]["properties"]["tips"]["minItems"] == 3
 
 
 def test_a_model_over_the_size_limit_is_refused_before_any_chat(
