@@ -268,3 +268,28 @@ def test_cli_export_names_the_drafts_and_apply_the_incomplete_runs(
     exported = tipbench("export", "--out", str(out))
     assert exported.returncode == 0, exported.stderr
     assert "exported 2 runs (10 candidates, 2 already scored) to" in exported.stdout
+
+
+def test_cli_typos_are_answered_before_the_store_is_opened(tmp_path: Path) -> None:
+    """A missing judge file or experiment is reported without setting up (or creating) the
+    store: no MLflow database appears just to say so."""
+    from support.cli import assert_one_line_error, tipbench
+
+    store = tmp_path / "missing.db"
+    uri = f"sqlite:///{store}"
+    missing_file = tmp_path / "nope.json"
+    result = tipbench(
+        "judge", "apply", "--experiment", "e", "--tracking-uri", uri, str(missing_file)
+    )
+    assert_one_line_error(result, f"{missing_file}: no such file")
+    missing_file.write_text("{}")
+    result = tipbench(
+        "judge", "apply", "--experiment", "e", "--tracking-uri", uri, str(missing_file)
+    )
+    assert_one_line_error(result, "no experiment 'e'")
+    out = tmp_path / "out.json"
+    result = tipbench(
+        "judge", "export", "--experiment", "e", "--tracking-uri", uri, "--out", str(out)
+    )
+    assert_one_line_error(result, "no experiment 'e'")
+    assert not store.exists() and not out.exists()

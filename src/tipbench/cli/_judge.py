@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from tipbench._errors import ConfigError
 from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
 from tipbench.cli._judge_calibrate import calibrate_command
@@ -23,7 +24,7 @@ from tipbench.judge import (
     tier_agreement,
 )
 from tipbench.orchestration import announce_judged
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import TrackingStore, check_experiment
 
 
 @click.group("judge")
@@ -74,6 +75,7 @@ def export_command(
     Scores already in the file are carried over. Judging is blind: the file shows no model
     or prompt version and lists items and candidates in a seeded shuffled order.
     """
+    check_experiment(tracking_uri, experiment)  # a typo is answered before MLflow loads
     result = export_pending(TrackingStore(tracking_uri), experiment, out, reveal=reveal, seed=seed)
     report_export(result)
     if result.runs:
@@ -93,6 +95,9 @@ def export_command(
 @options.tracking_uri
 def apply_command(experiment: str, file: Path, judge: str | None, tracking_uri: str | None) -> None:
     """Validate a judge file as a whole, then record the scores of completely scored runs."""
+    if not file.is_file():  # answered before MLflow loads, like an unknown experiment
+        raise ConfigError(f"{file}: no such file")
+    check_experiment(tracking_uri, experiment)
     store = TrackingStore(tracking_uri)
     result = apply_judge_file(store, experiment, file, judge)
     click.echo(
