@@ -23,6 +23,9 @@ def test_run_then_resume_then_judge_by_hand(
         "--experiment", experiment, "--tracking-uri", mlflow_server.url,
         "--prompts", "v1,v2-mentor", "--n-scenarios", "3", "--n-tips", "2",
         "--max-tokens", "80", "--out", str(judge_file),
+        # Every request schema-constrained, as before `--structured auto`: the counts below
+        # are the model's answers under the schema (auto may take a free answer instead).
+        "--structured", "schema",
     ]  # fmt: skip
 
     first = tipbench("run", *grid, "--plot", str(chart))
