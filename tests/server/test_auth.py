@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute, Mount, Route
 
 from tipbench import ConfigError
+from tipbench._tokens import token_matches
 from tipbench.server import ServerSettings, create_app
-from tipbench.server._auth import token_matches
 from tipbench.server._pages import STATIC_DIR
 
 TOKEN = "test-admin-token-0123456789"

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tipbench import ConfigError
-from tipbench.serving._settings import PolicyServerSettings, token_matches
+from tipbench._tokens import token_matches
+from tipbench.serving._settings import PolicyServerSettings
 
 TOKEN = "policy-service-token-0123456789"
 OTHER = "another-policy-token-abcdefghij"

@@ -21,19 +21,12 @@ from typing import Any
 from fastapi import HTTPException, Request, status
 from starlette.requests import HTTPConnection
 
+from tipbench._tokens import token_matches
 from tipbench.server._sessions import SessionStore
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SESSION_KEY = "sid"
 CSRF_KEY = "csrf"
-
-
-def token_matches(candidate: str, tokens: tuple[str, ...]) -> bool:
-    """Whether `candidate` is one of `tokens`, without leaking which or how much matched."""
-    found = False
-    for token in tokens:  # every token is compared, so timing tells nothing
-        found |= hmac.compare_digest(candidate.encode(), token.encode())
-    return found
 
 
 def bearer_credential(authorization: str) -> str | None:

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request, sta
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from tipbench._tokens import token_matches
 from tipbench.collect import CollectConfig
 from tipbench.server._api_judging import JUDGE_NAME_MAX
 from tipbench.server._auth import (
@@ -29,7 +30,6 @@ from tipbench.server._auth import (
     has_session,
     require_admin,
     start_session,
-    token_matches,
 )
 from tipbench.server._deps import ExperimentName, Settings
 from tipbench.suite import COMPOSITE_RANGE, CRITERIA, FLAGS

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from tipbench._errors import ConfigError
+from tipbench._tokens import read_tokens
 from tipbench.tracking import data_dir, resolve_tracking_uri
 
 
@@ -37,21 +37,9 @@ class ServerSettings(BaseSettings):
     @cached_property
     def tokens(self) -> tuple[str, ...]:
         """The admin tokens (at least one, each at least 16 characters)."""
-        raw = self.admin_token.get_secret_value() if self.admin_token else ""
-        if self.admin_token_file is not None:
-            try:
-                raw += "," + self.admin_token_file.read_text(encoding="utf-8").replace("\n", ",")
-            except OSError as exc:
-                raise ConfigError(f"{self.admin_token_file}: {exc.strerror}") from None
-        tokens = tuple(t.strip() for t in raw.split(",") if t.strip())
-        if not tokens:
-            raise ConfigError(
-                "no admin token: set TIPBENCH_ADMIN_TOKEN (comma-separated for several) "
-                "or TIPBENCH_ADMIN_TOKEN_FILE"
-            )
-        if any(len(t) < 16 for t in tokens):
-            raise ConfigError("admin tokens must be at least 16 characters long")
-        return tokens
+        return read_tokens(
+            self.admin_token, self.admin_token_file, kind="admin", variable="TIPBENCH_ADMIN_TOKEN"
+        )
 
     @property
     def store_uri(self) -> str:

@@ -20,6 +20,7 @@ from starlette.requests import HTTPConnection
 
 from tipbench._asgi import RequestGuard
 from tipbench._errors import ConfigError
+from tipbench._tokens import token_matches
 from tipbench.policies import FEATURE_NAMES, POLICIES, policy_spec
 from tipbench.serving._api_models import (
     DecisionRequest,
@@ -36,7 +37,7 @@ from tipbench.serving._api_models import (
 )
 from tipbench.serving._records import DecisionRecord, PolicyDecision, Roles
 from tipbench.serving._service import PolicyService, UnknownCategory
-from tipbench.serving._settings import PolicyServerSettings, token_matches
+from tipbench.serving._settings import PolicyServerSettings
 from tipbench.serving._store import AlreadyRewarded, DecisionNotFound
 
 POLICY_PATH = Path(description="one of " + ", ".join(POLICIES), examples=["egreedy-v1"])
