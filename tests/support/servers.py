@@ -29,6 +29,7 @@ class ServerProcess:
     start_timeout_s = 90.0
     env: dict[str, str] | None = None
     """Variables set for the subprocess on top of this process's environment."""
+    log_mode = "wb"  # "ab" keeps the log of an earlier start (a restart after a kill)
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -41,7 +42,7 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.log = (self.workdir / "server.log").open("wb")
+        self.log = (self.workdir / "server.log").open(self.log_mode)
         self.process = subprocess.Popen(
             self.command(),
             stdout=self.log,
@@ -54,13 +55,19 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.command()[:4]} exited: {self.log_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(self.url + self.health_path, timeout=2):
-                    return self
-            except OSError:
-                time.sleep(0.2)
+            if self.ready():
+                return self
+            time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"server did not start in time: {self.log_text()[-2000:]}")
+
+    def ready(self) -> bool:
+        """Whether the server answers its health check yet."""
+        try:
+            with urllib.request.urlopen(self.url + self.health_path, timeout=2):
+                return True
+        except OSError:
+            return False
 
     def log_text(self) -> str:
         return (self.workdir / "server.log").read_text(errors="replace")
