@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -36,7 +37,7 @@ def _width() -> int:
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
-    if click.get_text_stream("stdout").isatty():
+    if sys.stdout.isatty():
         return shutil.get_terminal_size().columns
     return _WIDE
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import click
 from rich.console import Console
@@ -75,7 +76,7 @@ def calibrate_command(
 
 def show_calibration(result: Calibration, min_kappa: float) -> None:
     """The figures per criterion, the confusion matrices and the verdict."""
-    console = Console(width=None if click.get_text_stream("stdout").isatty() else 120)
+    console = Console(width=None if sys.stdout.isatty() else 120)
     table = Table(
         title=(
             f"{result.judge_model} on the calibration set of rubric {result.rubric_id} "
