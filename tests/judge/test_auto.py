@@ -387,6 +387,8 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(
         "--ollama-url", server.url, *store,
     )  # fmt: skip
     assert_one_line_error(too_big, "8.03B parameters", "limit of 4B")
+    negative = tipbench("judge", "auto", "--experiment", experiment, "--max-model-b", "-1", *store)
+    assert_one_line_error(negative, "--max-model-b: Input should be greater than 0")
     assert not any(
         "auto" in tag for run in cell_runs(sqlite_uri, experiment).values() for tag in run.data.tags
     )

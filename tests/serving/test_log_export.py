@@ -116,7 +116,7 @@ def test_unreachable_postgresql_is_one_line_without_the_password(tmp_path: Path)
         (["--live", "greedy"], "error: unknown policy 'greedy'"),
         (["--shadows", "linucb,linucb"], "a shadow policy is listed twice"),
         (["--live", "linucb", "--shadows", "linucb"], "cannot be live and a shadow"),
-        (["--epsilon", "0"], "error: epsilon: Input should be greater than 0"),
+        (["--epsilon", "0"], "error: --epsilon: Input should be greater than 0"),
     ],
 )
 def test_bad_serve_options_are_refused_before_serving(

@@ -72,6 +72,10 @@ def main() -> None:
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "config"
+        if exc.title.endswith("Config") and error["loc"]:  # a command's options, as typed
+            from tipbench.cli._options import option_name
+
+            field = option_name(str(error["loc"][0]))
         message = error["msg"].removeprefix("Value error, ")
         click.echo(f"error: {field}: {redact_text(message)}", err=True)
         sys.exit(2)

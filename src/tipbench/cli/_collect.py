@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from tipbench._redact import redact_uri
 from tipbench._words import counted
 from tipbench.cli import _options as options
+from tipbench.cli._options import option_name
 from tipbench.cli._progress import CellProgress
 from tipbench.collect import (
     DEFAULT_MODELS,
@@ -79,14 +80,6 @@ def grid_options(command: F) -> F:
     for option in reversed(grid):
         command = option(command)
     return command
-
-
-_OPTION_OF_FIELD = {"use_cache": "--no-cache"}
-
-
-def option_name(field: str) -> str:
-    """The option a config field is set with, as the user types it (`--n-scenarios`)."""
-    return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
 def config_from_options(options: dict[str, object]) -> CollectConfig:

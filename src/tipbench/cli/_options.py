@@ -17,6 +17,15 @@ from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.compare import DEFAULT_MIN_SCENARIOS
 from tipbench.judge import DEFAULT_MIN_KAPPA
 
+# Config fields whose option is not `--` + the field name with dashes.
+_OPTION_OF_FIELD = {"use_cache": "--no-cache"}
+
+
+def option_name(field: str) -> str:
+    """The option a config field is set with, as the user types it (`--n-scenarios`)."""
+    return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
+
 experiment = click.option(
     "--experiment", default=DEFAULT_EXPERIMENT, show_default=True, help="MLflow experiment."
 )
