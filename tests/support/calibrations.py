@@ -8,8 +8,14 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from tipbench.backends import Backend, BackendOptions, ModelSpec
-from tipbench.backends._base import Generation, GenerationRequest, ModelInfo
+from tipbench.backends import (
+    Backend,
+    BackendOptions,
+    Generation,
+    GenerationRequest,
+    ModelInfo,
+    ModelSpec,
+)
 from tipbench.judge import Calibration, calibrate, log_calibration
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore

@@ -10,8 +10,7 @@ from __future__ import annotations
 from mlflow import MlflowClient
 
 from tipbench.backends import ModelSpec
-from tipbench.collect import Cell, CellOutcome
-from tipbench.collect._record import build_record
+from tipbench.collect import Cell, CellOutcome, build_record
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore, write_run
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from support.cells import record_cells
-from tipbench.judge._record import record_scores
+from tipbench.judge import record_scores
 from tipbench.suite import load_suite
 from tipbench.tracking import (
     CANDIDATES_FILE,

@@ -9,7 +9,7 @@ from tipbench.collect._config import (
 )
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._parse import ParsedTips, parse_tips, tips_schema
-from tipbench.collect._record import CellOutcome
+from tipbench.collect._record import CellOutcome, build_record
 from tipbench.collect._runner import CollectProgress, CollectResult, collect, preflight
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "CollectProgress",
     "CollectResult",
     "ParsedTips",
+    "build_record",
     "collect",
     "parse_tips",
     "plan_grid",

@@ -29,8 +29,7 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._stats import PairedComparison, bootstrap_mean_ci, paired_comparison, verdict
-from tipbench.judge._calibration import DEFAULT_MIN_KAPPA
-from tipbench.judge._calibration_store import tier_calibration
+from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
 from tipbench.tracking import TIERS, CellRun, Tier, metric_name
 
 if TYPE_CHECKING:

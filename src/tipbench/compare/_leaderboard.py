@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tipbench.compare._stats import PairedComparison, Verdict, verdict
-from tipbench.judge._calibration_store import JudgeCalibration
+from tipbench.judge import JudgeCalibration
 from tipbench.suite import SCORE_NAMES
 from tipbench.tracking import Tier
 

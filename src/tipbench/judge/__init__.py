@@ -28,6 +28,7 @@ from tipbench.judge._calibration_store import (
     log_calibration,
     tier_calibration,
 )
+from tipbench.judge._candidates import CellCandidates, fetch_candidates
 from tipbench.judge._export import (
     ExportResult,
     blind_order,
@@ -38,8 +39,10 @@ from tipbench.judge._export import (
 )
 from tipbench.judge._file import (
     SCHEMA_VERSION,
+    Item,
     JudgeFile,
     JudgeFileError,
+    RubricRef,
     json_schema,
     read_judge_file,
 )
@@ -50,6 +53,7 @@ from tipbench.judge._human import (
     apply_judgements,
     default_judge,
 )
+from tipbench.judge._record import record_scores
 from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
 from tipbench.tracking import TIERS, Scores, Tier, decode_scores, metric_name
 
@@ -65,12 +69,15 @@ __all__ = [
     "AutoJudgeProgress",
     "AutoJudgeResult",
     "Calibration",
+    "CellCandidates",
     "CriterionFigures",
     "ExportResult",
+    "Item",
     "JudgeCalibration",
     "JudgeFile",
     "JudgeFileError",
     "PendingRun",
+    "RubricRef",
     "ScoredPair",
     "Scores",
     "Tier",
@@ -85,6 +92,7 @@ __all__ = [
     "default_judge",
     "export_disagreements",
     "export_pending",
+    "fetch_candidates",
     "fresh_path",
     "json_schema",
     "judge_calibration",
@@ -97,6 +105,7 @@ __all__ = [
     "previous_judge_file",
     "quadratic_weighted_kappa",
     "read_judge_file",
+    "record_scores",
     "score_schema",
     "scored_pairs",
     "tier_agreement",

@@ -8,9 +8,15 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from tipbench.judge import apply_judgements, blind_order, judge_file_for
-from tipbench.judge._candidates import fetch_candidates
-from tipbench.judge._file import Item, JudgeFile, RubricRef
+from tipbench.judge import (
+    Item,
+    JudgeFile,
+    RubricRef,
+    apply_judgements,
+    blind_order,
+    fetch_candidates,
+    judge_file_for,
+)
 from tipbench.orchestration import announce_judged
 from tipbench.server._deps import ExperimentName, Store
 from tipbench.suite import content_hash
