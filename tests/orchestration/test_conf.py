@@ -10,7 +10,7 @@ import pytest
 
 from tipbench import ConfigError
 from tipbench.orchestration import SHIM, BenchConf, install_dags, param_specs, read_conf
-from tipbench.server._run_request import RunRequest
+from tipbench.pipeline import RunRequest
 
 TABLE_KEYS = {  # SPEC §7's table
     "models", "prompts", "n_tips", "n_scenarios", "temperature", "experiment", "max_model_b",

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from support.servers import free_port
+from tipbench.pipeline import RunRequest
 from tipbench.server._job_runner import INTERRUPTED, JobRunner
 from tipbench.server._jobs import Job, JobStore
-from tipbench.server._run_request import RunRequest
 
 TOKEN = "runner-admin-token-0123456789"
 

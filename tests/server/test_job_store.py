@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tipbench.pipeline import RunRequest
 from tipbench.server._job_log import LogFollower, progress_after, read_log
 from tipbench.server._jobs import JobConflict, JobNotFound, JobStore, Progress
-from tipbench.server._run_request import RunRequest
 
 REQUEST = RunRequest(models=["llamacpp:smollm2-135m"], prompts=["v1", "v2-mentor"], n_scenarios=3)
 

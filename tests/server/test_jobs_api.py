@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 
 from tipbench.cli._collect import config_from_options
 from tipbench.cli._run import run_command
+from tipbench.pipeline import RunRequest
 from tipbench.server import create_app
-from tipbench.server._run_request import RunRequest
 
 TOKEN = "jobs-api-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

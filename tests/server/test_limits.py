@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from support.servers import free_port
+from tipbench.pipeline import MAX_MODELS, MAX_NAME_CHARS
 from tipbench.server import create_app
 from tipbench.server._auth import Backoff
-from tipbench.server._run_request import MAX_MODELS, MAX_NAME_CHARS
 
 TOKEN = "limits-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

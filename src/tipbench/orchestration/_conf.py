@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from tipbench._errors import ConfigError, TipbenchError
 from tipbench.backends import ModelSpec
-from tipbench.server._run_request import RunRequest
+from tipbench.pipeline import RunRequest
 
 #: The DAGs' ids, and the asset whose events say "human scores were applied".
 BENCH_COLLECT, BENCH_JUDGED = "bench_collect", "bench_judged"

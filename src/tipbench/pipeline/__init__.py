@@ -1,16 +1,48 @@
 """The whole pipeline in one call: collect → auto judge → export for the human → compare.
 
-Its phases are public too (`judge_grid`, `rank`), for callers that run them one at a time
-(the Airflow DAGs).
+`RunRequest` is a run's conf (the keys of SPEC §7), shared by the admin API and the Airflow
+DAG. Its phases are public too (`judge_grid`, `rank`), for callers that run them one at a
+time (the Airflow DAGs). They load on first use, so that the request imports without the
+judge and compare libraries (the DAG file stays cheap to parse).
 """
 
-from tipbench.pipeline._run import (
-    PipelineResult,
-    Ranking,
-    default_export_path,
-    judge_grid,
-    rank,
-    run_pipeline,
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tipbench.pipeline._request import MAX_MODELS, MAX_NAME_CHARS, MAX_PROMPTS, RunRequest
+
+if TYPE_CHECKING:
+    from tipbench.pipeline._run import (
+        PipelineResult,
+        Ranking,
+        default_export_path,
+        judge_grid,
+        rank,
+        run_pipeline,
+    )
+
+__all__ = [
+    "MAX_MODELS",
+    "MAX_NAME_CHARS",
+    "MAX_PROMPTS",
+    "PipelineResult",
+    "Ranking",
+    "RunRequest",
+    "default_export_path",
+    "judge_grid",
+    "rank",
+    "run_pipeline",
+]
+
+_RUN_NAMES = frozenset(
+    {"PipelineResult", "Ranking", "default_export_path", "judge_grid", "rank", "run_pipeline"}
 )
 
-__all__ = ["PipelineResult", "Ranking", "default_export_path", "judge_grid", "rank", "run_pipeline"]
+
+def __getattr__(name: str) -> Any:
+    if name in _RUN_NAMES:
+        from tipbench.pipeline import _run
+
+        return getattr(_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,7 @@
-"""The body of `POST /api/bench/run`: the keys of SPEC §7, validated as `CollectConfig` does."""
+"""A pipeline run's conf (the keys of SPEC §7), validated as `CollectConfig` does.
+
+The body of the admin API's `POST /api/bench/run`, and the base of the Airflow DAG's conf.
+"""
 
 from __future__ import annotations
 

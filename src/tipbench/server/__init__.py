@@ -1,7 +1,7 @@
 """The admin server: the API, the job runner and the web pages of `tipbench serve`.
 
 `create_app` and `ServerSettings` load FastAPI on first use, so that light modules of this
-package (the run request that the Airflow DAG shares) import without the web stack.
+package (the job store and runner) import without the web stack.
 """
 
 from __future__ import annotations

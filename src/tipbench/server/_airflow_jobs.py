@@ -20,9 +20,9 @@ from typing import Any
 
 from tipbench._redact import has_credentials
 from tipbench.orchestration import BENCH_COLLECT, AirflowClient, AirflowError, TaskInstance
+from tipbench.pipeline import RunRequest
 from tipbench.server._job_log import read_log
 from tipbench.server._jobs import RESUMABLE, Job, JobConflict, JobState, JobStore, Progress, now
-from tipbench.server._run_request import RunRequest
 
 logger = logging.getLogger(__name__)
 

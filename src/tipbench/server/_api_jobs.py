@@ -14,6 +14,7 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
 from tipbench.orchestration import AirflowClient, AirflowError, AirflowSettings, AirflowUnavailable
+from tipbench.pipeline import RunRequest
 from tipbench.server._airflow_jobs import AirflowJobRunner
 from tipbench.server._deps import Settings
 from tipbench.server._job_runner import JobRunner
@@ -26,7 +27,6 @@ from tipbench.server._jobs import (
     JobState,
     JobStore,
 )
-from tipbench.server._run_request import RunRequest
 from tipbench.server._settings import ServerSettings, same_uri
 from tipbench.tracking import TrackingStore, short_error
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tipbench._redact import has_credentials, redact_text
+from tipbench.pipeline import RunRequest
 from tipbench.server._job_log import LogFollower, open_log, read_log
 from tipbench.server._jobs import Job, JobConflict, JobState, JobStore, now
-from tipbench.server._run_request import RunRequest
 
 INTERRUPTED = "the server stopped while this job ran; resume it to finish"
 # The server's own secrets never reach a job's environment (nor, so, its log).

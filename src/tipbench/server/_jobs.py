@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from tipbench._errors import TipbenchError
-from tipbench.server._run_request import RunRequest
+from tipbench.pipeline import RunRequest
 from tipbench.tracking import private_dir
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled", "interrupted"]
