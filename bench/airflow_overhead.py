@@ -31,10 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the real-Airflow helpers the tests use
-
-from support.airflow_home import AirflowHome  # noqa: E402
+from tipbench._dev.airflow import AirflowHome
 
 TARGET = 1.3
 MODEL = "llamacpp:smollm2-135m"

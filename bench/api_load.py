@@ -15,31 +15,20 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from support.judged_runs import JudgedCell, uniform, write_cells  # noqa: E402
-from support.servers import ServerProcess  # noqa: E402
-from tipbench.suite import load_suite  # noqa: E402
-from tipbench.tracking import TrackingStore  # noqa: E402
+from tipbench._dev.judged_runs import JudgedCell, uniform, write_cells
+from tipbench._dev.servers import TipbenchServer
+from tipbench.suite import load_suite
+from tipbench.tracking import TrackingStore
 
 TOKEN = "bench-admin-token-0123456789"
 EXPERIMENT = "tip-bench-load"
 TARGET_P99_RATIO = 3.0
-
-
-class AdminServer(ServerProcess):
-    health_path = "/login"
-
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "tipbench.cli", "serve", "--port", str(self.port)]
 
 
 def seed(uri: str) -> None:
@@ -98,12 +87,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tipbench-load-") as tmp:
         home = Path(tmp)
         uri = f"sqlite:///{home / 'mlflow.db'}"
-        os.environ |= {
-            "TIPBENCH_HOME": str(home), "TIPBENCH_ADMIN_TOKEN": TOKEN,
+        env = {
+            "TIPBENCH_HOME": str(home),
+            "TIPBENCH_ADMIN_TOKEN": TOKEN,
             "MLFLOW_TRACKING_URI": uri,
-        }  # fmt: skip
+        }
+        os.environ |= env
         seed(uri)
-        with AdminServer(home / "server") as server:
+        with TipbenchServer(home / "server", env) as server:
             asyncio.run(burst(server.url, 10))  # warm up: imports, first queries
             idle = [
                 x for _ in range(args.rounds) for x in asyncio.run(burst(server.url, args.requests))

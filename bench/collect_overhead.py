@@ -59,15 +59,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the real-server helpers the tests use
-
-from support.servers import MlflowServer  # noqa: E402
-from tipbench.backends import BackendOptions, open_backend  # noqa: E402
-from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers  # noqa: E402
-from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid  # noqa: E402
-from tipbench.suite import load_suite  # noqa: E402
-from tipbench.tracking import CELL_RUNS  # noqa: E402
+from tipbench._dev.servers import MlflowServer
+from tipbench.backends import BackendOptions, open_backend
+from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers
+from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid
+from tipbench.suite import load_suite
+from tipbench.tracking import CELL_RUNS
 
 TARGET = 1.10
 # Environment that would point either side somewhere else.

@@ -35,11 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the run writer the tests use
-
-from support.judged_runs import JudgedCell, write_cells  # noqa: E402
-from tipbench.tracking import Scores, TrackingStore  # noqa: E402
+from tipbench._dev.judged_runs import JudgedCell, write_cells
+from tipbench.tracking import Scores, TrackingStore
 
 Kind = Literal["judged", "pending"]
 GENERATOR_VERSION = 1  # bump when the generated data changes

@@ -22,17 +22,14 @@ import argparse
 import asyncio
 import os
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from support.policy_server import TOKEN, PolicyServer  # noqa: E402
+from tipbench._dev.servers import POLICY_TOKEN as TOKEN
+from tipbench._dev.servers import PolicyServer
 
 TARGET_P99_RATIO = 2.0
 CATEGORIES = ("focus", "planning", "quick-win", "break", "wind-down")

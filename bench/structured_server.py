@@ -39,14 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the real-server helpers the tests use
-
-from support.servers import LlamaCppServer  # noqa: E402
-from tipbench.backends import Constraint, ModelSpec  # noqa: E402
-from tipbench.backends._llamacpp import resolve_model_path  # noqa: E402
-from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid  # noqa: E402
-from tipbench.suite import load_suite  # noqa: E402
+from tipbench._dev.servers import LlamaCppServer
+from tipbench.backends import Constraint, ModelSpec
+from tipbench.backends._llamacpp import resolve_model_path
+from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid
+from tipbench.suite import load_suite
 
 MODEL = "openai:smollm2@135M"
 NONE_AND_SCHEMA: tuple[Constraint, Constraint] = ("none", "schema")

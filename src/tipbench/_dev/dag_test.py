@@ -1,14 +1,15 @@
 """Run one of tipbench's DAGs with `dag.test()` in this process; print what happened as JSON.
 
-Usage: python airflow_dag_test.py DAGS_FOLDER DAG_ID CONF_JSON
+Usage: python -m tipbench._dev.dag_test DAGS_FOLDER DAG_ID CONF_JSON
 
-Runs in a subprocess of the test so that Airflow's configuration (AIRFLOW_HOME, its
+Runs in a subprocess of the test (or benchmark) so that Airflow's configuration (AIRFLOW_HOME, its
 database) and logging stay out of pytest's process. The last line of stdout is
 `{"state": ..., "tasks": {task[map_index]: state}, "xcoms": {task[map_index]: value}}`.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 
@@ -16,9 +17,8 @@ import sys
 def main() -> None:
     folder, dag_id, conf = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     sys.path.insert(0, folder)
-    import tipbench_dags  # the shim that `tipbench airflow install-dags` wrote
-
-    dag = getattr(tipbench_dags, dag_id)
+    shim = importlib.import_module("tipbench_dags")  # what `tipbench airflow install-dags` wrote
+    dag = getattr(shim, dag_id)
     run = dag.test(run_conf=conf)
 
     from airflow.models.xcom import XComModel
