@@ -59,8 +59,7 @@ def serve_command(
     try:
         import uvicorn
 
-        from tipbench.serving._app import create_app
-        from tipbench.serving._settings import PolicyServerSettings
+        from tipbench.serving import PolicyServerSettings, create_app
     except ImportError as exc:
         raise ConfigError(
             f"tipbench policy serve needs the 'serve' extra ({exc.name} is missing): "
@@ -107,8 +106,7 @@ def log_group() -> None:
 )
 def export_command(state_url: str | None, fmt: str, out: Path) -> None:
     """Export the decision log (for off-policy evaluation and audits)."""
-    from tipbench.serving import open_store
-    from tipbench.serving._export import export_log
+    from tipbench.serving import export_log, open_store
 
     store = open_store(state_url)
     try:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tipbench.server._access_log import redact_access_log
+
 if TYPE_CHECKING:
     from tipbench.server._app import create_app
     from tipbench.server._settings import ServerSettings
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["ServerSettings", "create_app", "redact_access_log"]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,8 +3,16 @@
 StateStore                    one narrow interface (`_store.py`)
 ├── SqliteStore               embedded default, one process
 └── PostgresStore             shared by replicas
+
+`create_app` and `PolicyServerSettings` load FastAPI on first use (the 'serve' extra), so
+that the stores and the log export import without the web stack.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tipbench.serving._export import LogFormat, export_log
 from tipbench.serving._open import default_state_url, open_store, redact
 from tipbench.serving._records import (
     EVENTS,
@@ -28,6 +36,10 @@ from tipbench.serving._service import (
 )
 from tipbench.serving._store import AlreadyRewarded, DecisionNotFound, StateStore
 
+if TYPE_CHECKING:
+    from tipbench.serving._app import create_app
+    from tipbench.serving._settings import PolicyServerSettings
+
 __all__ = [
     "DEFAULT_LIVE",
     "EVENTS",
@@ -36,9 +48,11 @@ __all__ = [
     "DecisionNotFound",
     "DecisionRecord",
     "Event",
+    "LogFormat",
     "LoggedDecision",
     "PolicyCounts",
     "PolicyDecision",
+    "PolicyServerSettings",
     "PolicyService",
     "PolicyStats",
     "ResetScope",
@@ -48,7 +62,21 @@ __all__ = [
     "StateStore",
     "UnknownCategory",
     "check_roles",
+    "create_app",
     "default_state_url",
+    "export_log",
     "open_store",
     "redact",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from tipbench.serving._app import create_app
+
+        return create_app
+    if name == "PolicyServerSettings":
+        from tipbench.serving._settings import PolicyServerSettings
+
+        return PolicyServerSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
