@@ -48,10 +48,6 @@ class AirflowJobRunner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="tipbench-airflow", daemon=True)
         self._thread.start()

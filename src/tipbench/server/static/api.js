@@ -4,13 +4,6 @@
 const tipbench = (() => {
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
 
-  class ApiError extends Error {
-    constructor(status, message) {
-      super(message);
-      this.status = status;
-    }
-  }
-
   // FastAPI answers {"detail": "..."} or, for a body that fails validation,
   // {"detail": [{"loc": [...], "msg": "..."}]}: one readable line either way.
   function detailText(body, status) {
@@ -38,11 +31,11 @@ const tipbench = (() => {
     if (response.status === 401) {
       // The session ended (expired or logged out elsewhere): log in again, then come back.
       window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
-      throw new ApiError(401, "session ended, log in again");
+      throw new Error("session ended, log in again");
     }
     const type = response.headers.get("content-type") || "";
     const data = type.includes("application/json") ? await response.json() : await response.text();
-    if (!response.ok) throw new ApiError(response.status, detailText(data, response.status));
+    if (!response.ok) throw new Error(detailText(data, response.status));
     return data;
   }
 
@@ -67,7 +60,6 @@ const tipbench = (() => {
   }
 
   return {
-    ApiError,
     el,
     show,
     get: (path) => request("GET", path),
