@@ -36,11 +36,16 @@ other processes to go idle, and it reports the CPU they used meanwhile.
 
 Exit status: 0 if b/a ≤ 1.10, every cold grid loaded each model once, and MLflow holds one
 FINISHED run per cell after the cold and the warm run; 1 otherwise.
+
+(a), (u) and (s) run `_baseline_llamacpp.py`, which imports no tipbench; the requests come
+from `_arms.py`, the CPU metering from `_cpu.py`, the ratios and the arms' table from
+`_report.py`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import inspect
 import io
@@ -52,17 +57,21 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+import _baseline_llamacpp
+from _arms import full_cells, replay, request_pair, retried_cells, tipbench_command
+from _cpu import CpuMeter, Timed, run_timed
+from _report import ArmResult, best_ratio, median_ratio, print_arms
 
 from tipbench._dev.servers import MlflowServer
 from tipbench.backends import BackendOptions, open_backend
 from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers
-from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid
+from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid
 from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS
 
@@ -76,46 +85,27 @@ _SCRUB = (
     "TIPBENCH_HOME",
 )
 
-# (a): plain llama-cpp-python. `plain_cpu_buffers` is pasted in from tipbench's source
-# (not imported) so that the baseline pays for no tipbench import, yet loads the model
-# exactly as the backend does. It writes marks to stderr for the phase breakdown.
-_BASELINE_HEAD = """
-from __future__ import annotations
-import contextlib, json, os, sys
-from collections.abc import Iterator
-from typing import Any
+# (a), (u), (s): plain llama-cpp-python, a program of its own that imports no tipbench.
+BASELINE = Path(_baseline_llamacpp.__file__).resolve()
 
-def mark(text):
-    print(text, file=sys.stderr, flush=True)
-"""
-_BASELINE_BODY = """
-spec = json.load(open(sys.argv[1], encoding="utf-8"))
-threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
-extra = {"n_threads": int(threads)} if threads else {}
-texts, tokens = {}, {}
-for block in spec["blocks"]:
-    mark("loading " + block["model"])
-    from llama_cpp import Llama
-    with plain_cpu_buffers():
-        llm = Llama(model_path=block["model_path"], n_ctx=spec["n_ctx"], verbose=False, **extra)
-    mark("loaded " + block["model"])
-    for i, r in enumerate(block["requests"], start=1):
-        response = llm.create_chat_completion(
-            messages=r["messages"], temperature=r["temperature"], seed=r["seed"],
-            max_tokens=r["max_tokens"], response_format=r["response_format"],
+
+def check_baseline_copy() -> None:
+    """The baseline keeps a copy of `plain_cpu_buffers` (so that it imports no tipbench):
+    refuse to time it when the copy no longer loads models as tipbench does."""
+    if _code(_baseline_llamacpp.plain_cpu_buffers) != _code(plain_cpu_buffers):
+        raise SystemExit(
+            f"{BASELINE.name}: plain_cpu_buffers differs from tipbench.backends._llamacpp's: "
+            "copy it again, so that the baseline loads models as tipbench does"
         )
-        texts[r["name"]] = response["choices"][0]["message"].get("content") or ""
-        tokens[r["name"]] = (response.get("usage") or {}).get("completion_tokens", 0)
-        mark(f"[{i}/{len(block['requests'])}] {r['name']}")
-    mark("unloading " + block["model"])
-    llm.close()
-    del llm
-json.dump({"texts": texts, "tokens": tokens}, open(sys.argv[2], "w", encoding="utf-8"))
-"""
 
 
-def baseline_code() -> str:
-    return _BASELINE_HEAD + inspect.getsource(plain_cpu_buffers) + _BASELINE_BODY
+def _code(function: Callable[..., Any]) -> str:
+    """A function's code without its docstring, as a comparable AST dump."""
+    node = ast.parse(inspect.getsource(function)).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    if ast.get_docstring(node) is not None:
+        node.body = node.body[1:]
+    return ast.dump(node)
 
 
 # --------------------------------------------------------------------------- the grid
@@ -176,16 +166,7 @@ def plan(args: argparse.Namespace, folder: Path) -> Grid:
     )
     blocks = []
     for backend in backends:
-        pairs = []
-        for cell in (c for c in cells if c.model == backend.spec):
-            free, schema = cell.request(constraint="none"), cell.request(constraint="schema")
-            pairs.append(
-                {
-                    "name": cell.name,
-                    "free": wire(cell.name, free),
-                    "schema": wire(cell.name, schema),
-                }
-            )
+        pairs = [request_pair(c) for c in cells if c.model == backend.spec]
         assert isinstance(backend, LlamaCppBackend)
         blocks.append({"model": str(backend.spec), "model_path": str(backend.path), "pairs": pairs})
     grid = Grid(
@@ -200,23 +181,6 @@ def plan(args: argparse.Namespace, folder: Path) -> Grid:
     write_requests(grid, grid.free_file, lambda pair: [pair["free"]])
     write_requests(grid, grid.schema_file, lambda pair: [pair["schema"]])
     return grid
-
-
-def wire(name: str, request: Any) -> dict[str, Any]:
-    """A request as the embedded backend sends it to llama-cpp-python."""
-    schema_format = (
-        {"type": "json_object", "schema": request.json_schema}
-        if request.json_schema is not None
-        else None
-    )
-    return {
-        "name": name,
-        "messages": request.chat_messages(),
-        "temperature": request.temperature,
-        "seed": request.seed,
-        "max_tokens": request.max_tokens,
-        "response_format": schema_format,
-    }
 
 
 def write_requests(grid: Grid, path: Path, pick: Any) -> None:
@@ -234,164 +198,32 @@ def write_requests(grid: Grid, path: Path, pick: Any) -> None:
 
 def write_replay(grid: Grid, free_texts: dict[str, str]) -> set[str]:
     """(a)'s requests: (b)'s free request per cell, then the schema retry where its answer
-    does not parse into n_tips tips. The free answer of a retried cell is named `NAME#free`,
-    so that NAME holds the final answer, as (b)'s response.txt does."""
-    n_tips = grid.config.n_tips
-    retried = {
-        name for name, text in free_texts.items() if len(parse_tips(text, n_tips).tips) < n_tips
-    }
-
-    def pick(pair: dict[str, Any]) -> list[dict[str, Any]]:
-        if pair["name"] not in retried:
-            return [pair["free"]]
-        return [pair["free"] | {"name": pair["name"] + "#free"}, pair["schema"]]
-
-    write_requests(grid, grid.requests_file, pick)
+    does not parse into n_tips tips; returns the retried cells."""
+    retried = retried_cells(free_texts, grid.config.n_tips)
+    write_requests(grid, grid.requests_file, lambda pair: replay(pair, retried))
     return retried
 
 
 # --------------------------------------------------------------------------- timing
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def busy_cpu() -> float:
-    """CPU-seconds all cores have spent busy since boot (from /proc/stat)."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:9]]
-    return (sum(values) - values[3] - values[4]) / _TICK  # minus idle and iowait
-
-
-def session_cpu(session: int) -> float:
-    """CPU-seconds used by the processes of a session (the MLflow server and its workers)."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2 :].split()
-        if int(fields[3]) == session:
-            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
-    return total / _TICK
-
-
-class CpuMeter:
-    """Who used the CPU during a timed run: the run, the MLflow server, everyone else."""
-
-    def __init__(self, server_session: int) -> None:
-        self.server_session = server_session
-
-    def sample(self) -> tuple[float, float, float]:
-        return busy_cpu(), session_cpu(self.server_session), time.process_time()
-
-    def wait_server_idle(self, limit_s: float = 180.0) -> None:
-        """Wait until the MLflow server has settled: it starts job consumers (each one
-        importing MLflow, seconds of CPU) after it first answers."""
-        deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline:
-            before = session_cpu(self.server_session)
-            time.sleep(2)
-            if session_cpu(self.server_session) - before < 0.1:
-                return
-
-    def wait_quiet(self, limit_s: float, max_other: float = 0.15) -> float:
-        """Wait until every other process (the MLflow server too: it starts job consumers
-        after it answers) uses < `max_other` of a CPU over 3 s; return the wait."""
-        started = time.monotonic()
-        told = False
-        while True:
-            before = self.sample()
-            time.sleep(3)
-            after = self.sample()
-            other = (after[0] - before[0]) - (after[2] - before[2])
-            if other / 3 < max_other:
-                return time.monotonic() - started
-            if not told:
-                print(
-                    f"    waiting for a quiet machine (others use {other / 3:.2f} CPU) ...",
-                    flush=True,
-                )
-                told = True
-            if time.monotonic() - started >= limit_s:
-                print(f"    still busy after {limit_s:.0f} s: timing anyway", flush=True)
-                return time.monotonic() - started
-
-
-@dataclass
-class Timed:
-    """A process run: wall clock, exit code, and its output lines with arrival times."""
-
-    seconds: float
-    returncode: int
-    cpu: float = 0.0  # CPU-seconds of the process itself (user + sys)
-    server_cpu: float = 0.0  # CPU-seconds the MLflow server used meanwhile
-    other_cpu: float = 0.0  # CPU-seconds every other process on the machine used meanwhile
-    stdout: list[tuple[float, str]] = field(default_factory=list)
-    stderr: list[tuple[float, str]] = field(default_factory=list)
-
-    def text(self) -> str:
-        return "\n".join(line for _, line in self.stdout + self.stderr)
-
-    def first(self, prefix: str) -> float | None:
-        return next((t for t, line in self.stderr if line.startswith(prefix)), None)
-
-    def last(self, prefix: str) -> float | None:
-        return next((t for t, line in reversed(self.stderr) if line.startswith(prefix)), None)
-
-    def request_seconds(self) -> float:
-        """(a) only: the sum of the requests' durations, from the marks between them."""
-        marks = [(t, line) for t, line in self.stderr if line.startswith(("loaded ", "["))]
-        return sum(
-            later - earlier
-            for (earlier, _), (later, line) in itertools.pairwise(marks)
-            if line.startswith("[")
-        )
-
-    def phases(self) -> tuple[float, float, float] | None:
-        """(start → 'loading', 'loading' → last 'unloading', then → exit), in seconds."""
-        load, unload = self.first("loading "), self.last("unloading ")
-        if load is None or unload is None:
-            return None
-        return load, unload - load, self.seconds - unload
-
-
-def run_timed(command: list[str], env: dict[str, str], meter: CpuMeter) -> Timed:
-    """Run `command` and time it from process start to exit."""
-    before = meter.sample()
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-        cwd=tempfile.gettempdir(),
+def request_seconds(timed: Timed) -> float:
+    """A baseline run's time inside its requests, from the marks between them."""
+    marks = [(t, line) for t, line in timed.stderr if line.startswith(("loaded ", "["))]
+    return sum(
+        later - earlier
+        for (earlier, _), (later, line) in itertools.pairwise(marks)
+        if line.startswith("[")
     )
-    result = Timed(0.0, 0)
 
-    def drain(stream: IO[str], lines: list[tuple[float, str]]) -> None:
-        for line in stream:
-            lines.append((time.perf_counter() - started, line.rstrip("\n")))
 
-    readers = [
-        threading.Thread(target=drain, args=(process.stdout, result.stdout)),
-        threading.Thread(target=drain, args=(process.stderr, result.stderr)),
-    ]
-    for reader in readers:
-        reader.start()
-    _, status, usage = os.wait4(process.pid, 0)
-    result.seconds = time.perf_counter() - started
-    after = meter.sample()
-    process.returncode = result.returncode = os.waitstatus_to_exitcode(status)
-    for reader in readers:
-        reader.join()
-    result.cpu = usage.ru_utime + usage.ru_stime
-    result.server_cpu = after[1] - before[1]
-    own = after[2] - before[2]
-    result.other_cpu = max(0.0, after[0] - before[0] - result.cpu - result.server_cpu - own)
-    return result
+def phases(timed: Timed) -> tuple[float, float, float] | None:
+    """(start → 'loading', 'loading' → last 'unloading', then → exit), in seconds: from the
+    baseline's marks, or collect's progress notes of the same words."""
+    load, unload = timed.first("loading "), timed.last("unloading ")
+    if load is None or unload is None:
+        return None
+    return load, unload - load, timed.seconds - unload
 
 
 def base_env(threads: str | None) -> dict[str, str]:
@@ -401,12 +233,6 @@ def base_env(threads: str | None) -> dict[str, str]:
         env["TIPBENCH_LLAMA_THREADS"] = threads
     env["PYTHONUNBUFFERED"] = "1"  # marks arrive when they are written, on both sides
     return env
-
-
-def tipbench_command() -> list[str]:
-    """The installed `tipbench` script (not a pyenv shim), else `python -m tipbench.cli`."""
-    script = Path(sys.executable).parent / "tipbench"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "tipbench.cli"]
 
 
 def model_loads(output: str) -> int | None:
@@ -461,34 +287,14 @@ def warm_up(server_url: str, model_paths: list[str], env: dict[str, str]) -> Non
 
 # --------------------------------------------------------------------------- the rounds
 
-QUIET = 0.05  # a run is quiet if other processes used < 5% of one CPU on average meanwhile
-
-
-@dataclass(frozen=True)
-class ArmResult:
-    """What one arm generated: wall clock, time inside the requests, tokens, usable cells."""
-
-    seconds: float
-    request_seconds: float
-    tokens: int
-    full: int  # cells whose (final) answer parses into n_tips tips
-    cells: int
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.request_seconds if self.request_seconds else 0.0
-
 
 def bare_arm(timed: Timed, output: dict[str, Any], grid: Grid) -> ArmResult:
     """An arm of plain llama-cpp-python, from its marks and its answers."""
-    n = grid.config.n_tips
-    texts = output["texts"]
-    full = sum(len(parse_tips(texts.get(name, ""), n).tips) >= n for name in grid.cells)
     return ArmResult(
         timed.seconds,
-        timed.request_seconds(),
+        request_seconds(timed),
         sum(output["tokens"].values()),
-        full,
+        full_cells(output["texts"], grid.cells, grid.config.n_tips),
         len(grid.cells),
     )
 
@@ -523,7 +329,7 @@ class Round:
     def outside(self) -> tuple[float, float]:
         """Seconds each side spent outside the requests themselves (start-up, load, the
         harness between cells, tail): what tipbench adds, whatever the generation speed."""
-        return self.a.seconds - self.a.request_seconds(), self.b.seconds - self.b_latency
+        return self.a.seconds - request_seconds(self.a), self.b.seconds - self.b_latency
 
     @property
     def equalised_ratio(self) -> float:
@@ -538,8 +344,7 @@ class Round:
     @property
     def quiet(self) -> bool:
         """Nothing else competed for the CPU: no other process, and no server work in (a)."""
-        a, b = self.a, self.b
-        return a.other_cpu + a.server_cpu <= QUIET * a.seconds and b.other_cpu <= QUIET * b.seconds
+        return self.a.quiet(server_too=True) and self.b.quiet()
 
 
 def one_round(
@@ -558,7 +363,7 @@ def one_round(
     experiment = f"bench-overhead-{uuid.uuid4().hex[:8]}"
     env_b = env | {"TIPBENCH_HOME": str(work / "tipbench-home")}
     texts_file = work / "baseline-responses.json"
-    command_a = [sys.executable, "-c", baseline_code(), str(grid.requests_file), str(texts_file)]
+    command_a = [sys.executable, str(BASELINE), str(grid.requests_file), str(texts_file)]
     command_b = tipbench_command() + grid.collect_args(experiment, server.url)
 
     def timed_run(label: str, command: list[str], run_env: dict[str, str]) -> Timed:
@@ -578,7 +383,7 @@ def one_round(
         ("s", "(s) plain llama-cpp-python, every request schema-constrained", grid.schema_file),
     ):
         out = work / f"arm-{arm}.json"
-        command = [sys.executable, "-c", baseline_code(), str(requests), str(out)]
+        command = [sys.executable, str(BASELINE), str(requests), str(out)]
         result = timed_run(label, command, env)
         if result.returncode != 0:
             raise SystemExit(f"({arm}) failed with exit code {result.returncode}")
@@ -651,10 +456,10 @@ def report(grid: Grid, rounds: list[Round], threads: str | None) -> bool:
     c, n = grid.config, len(grid.cells)
     # Other work on the machine only ever adds time: each side's best round is its least
     # disturbed one, so the verdict compares best with best.
-    best_a = min(r.a.seconds for r in rounds)
-    ratio = min(r.b.seconds for r in rounds) / best_a
-    warm_ratio = min(r.warm.seconds for r in rounds) / best_a
-    median_ratio = statistics.median(r.ratio for r in rounds)
+    a_seconds = [r.a.seconds for r in rounds]
+    ratio = best_ratio(a_seconds, [r.b.seconds for r in rounds])
+    warm_ratio = best_ratio(a_seconds, [r.warm.seconds for r in rounds])
+    median = median_ratio(a_seconds, [r.b.seconds for r in rounds])
     loads_ok = all(r.loads == grid.n_models for r in rounds)
     line = "-" * 96
     print()
@@ -692,17 +497,17 @@ def report(grid: Grid, rounds: list[Round], threads: str | None) -> bool:
     )
     for i, r in enumerate(rounds, start=1):
         for side, t in (("(a)", r.a), ("(b)", r.b), ("warm", r.warm)):
-            p = t.phases()
-            phases = (
+            p = phases(t)
+            where = (
                 f"startup {p[0]:6.2f}  generate {p[1]:7.2f}  tail {p[2]:5.2f}"
                 if p
                 else f"{'(no model load)':>40}"
             )
             print(
-                f"  round {i} {side:<4} {phases}   cpu {t.cpu:7.2f}  server {t.server_cpu:5.2f}"
+                f"  round {i} {side:<4} {where}   cpu {t.cpu:7.2f}  server {t.server_cpu:5.2f}"
                 f"  others {t.other_cpu:6.2f}"
             )
-        a_req = r.a.request_seconds()
+        a_req = request_seconds(r.a)
         out_a, out_b = r.outside
         print(
             f"  round {i} inside the {n} requests: (a) {a_req:.2f}, (b) {r.b_latency:.2f}"
@@ -718,7 +523,7 @@ def report(grid: Grid, rounds: list[Round], threads: str | None) -> bool:
     quiet = sum(r.quiet for r in rounds)
     print(
         f"b/a wall clock, best rounds: {ratio:.3f}   target ≤ {TARGET:.2f}   {verdict}"
-        f"   (median of per-round b/a {median_ratio:.3f}; {quiet}/{len(rounds)} rounds quiet)"
+        f"   (median of per-round b/a {median:.3f}; {quiet}/{len(rounds)} rounds quiet)"
     )
     equalised = statistics.median(r.equalised_ratio for r in rounds)
     print(
@@ -739,64 +544,14 @@ def report(grid: Grid, rounds: list[Round], threads: str | None) -> bool:
         f"warm re-run / (a), best:     {warm_ratio:.3f}   (every cell resumed from MLflow, "
         "no model load)"
     )
-    report_arms(rounds)
+    print("-" * 96)
+    print_arms([r.arms for r in rounds], [r.paths for r in rounds])
     clean = all(r.runs == n and r.finished == n and r.runs_after_warm == n for r in rounds)
     print(
         f"MLflow: {n} cell runs per grid, all FINISHED, none duplicated by the warm re-run: "
         f"{'yes' if clean else 'NO'}"
     )
     return ratio <= TARGET and loads_ok and clean
-
-
-ARM_LABELS = {
-    "u": "(u) unconstrained",
-    "s": "(s) schema, every request",
-    "a": "(a) replay of (b)'s requests",
-    "b": "(b) tipbench collect (auto)",
-}
-
-
-def report_arms(rounds: list[Round]) -> None:
-    """Issue 10: generation at the backend's own speed. Each arm's best round (least
-    disturbed); tokens/s over the time inside the requests."""
-    print("-" * 96)
-    print(
-        f"{'arm':<32} {'wall s':>8} {'in requests s':>14} {'tokens':>7} {'tokens/s':>9}"
-        f" {'cells with n_tips':>18}"
-    )
-    best: dict[str, ArmResult] = {}
-    for key, label in ARM_LABELS.items():
-        arm = min((r.arms[key] for r in rounds), key=lambda x: x.seconds)
-        best[key] = arm
-        print(
-            f"{label:<32} {arm.seconds:>8.2f} {arm.request_seconds:>14.2f} {arm.tokens:>7}"
-            f" {arm.tokens_per_s:>9.1f} {f'{arm.full}/{arm.cells}':>12}"
-            f" {arm.full / arm.cells:>5.0%}"
-        )
-    paths = sorted({p for r in rounds for p in r.paths})
-    print(
-        "(b) generation paths: "
-        + ", ".join(f"{p} {[r.paths.get(p, 0) for r in rounds]}" for p in paths)
-    )
-    speed = best["b"].tokens_per_s / best["u"].tokens_per_s
-    share = best["b"].full / best["b"].cells
-    overhead = best["b"].seconds / best["a"].seconds
-    schema_speed = best["s"].tokens_per_s / best["u"].tokens_per_s
-    print(f"(s)/(u) tokens/s:             {schema_speed:.3f}   (what the grammar costs per token)")
-
-    def verdict(ok: bool) -> str:
-        return "met" if ok else "NOT met"
-
-    print(f"(b)/(u) tokens/s:             {speed:.3f}   target ≥ 0.90   {verdict(speed >= 0.9)}")
-    print(f"(b) cells with n_tips tips:   {share:.1%}   target ≥ 95%    {verdict(share >= 0.95)}")
-    print(
-        f"(b)/(a) wall clock:           {overhead:.3f}   target ≤ 1.05   "
-        f"{verdict(overhead <= 1.05)}"
-    )
-    print(
-        f"(b)/(s) wall clock:           {best['b'].seconds / best['s'].seconds:.3f}   "
-        "(the default against every request constrained, as before)"
-    )
 
 
 def main() -> int:
@@ -823,6 +578,7 @@ def main() -> int:
         "timed run (0 = do not wait)",
     )
     args = parser.parse_args()
+    check_baseline_copy()
     env = base_env(args.threads)
     with tempfile.TemporaryDirectory(prefix="tipbench-bench-") as tmp:
         folder = Path(tmp)

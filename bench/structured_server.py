@@ -22,6 +22,9 @@ tokens/s ≥ 0.9 × (u), ≥ 95 % of (b)'s cells with n_tips tips, (b)/(a) ≤ 1
 run in a rotating order; other work on the machine only adds time, so each arm's best
 round is reported. Exit status 0 when (b) ran and recorded every cell.
 
+The bare loop is `_baseline_openai.py`; the requests and the replay are built as
+`collect_overhead.py` builds them (`_arms.py`), and the table is printed by `_report.py`.
+
     python bench/structured_server.py [--n-scenarios N] [--prompts v1,...] [--n-tips N]
                                       [--repeat K]
 """
@@ -35,53 +38,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _arms import full_cells, replay, request_pair, retried_cells, tipbench_command
+from _report import ARM_LABELS, ArmResult, print_arms
+
 from tipbench._dev.servers import LlamaCppServer
-from tipbench.backends import Constraint, ModelSpec
+from tipbench.backends import ModelSpec
 from tipbench.backends._llamacpp import resolve_model_path
-from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, parse_tips, plan_grid
+from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid
 from tipbench.suite import load_suite
+from tipbench.tracking import CELL_RUNS
 
 MODEL = "openai:smollm2@135M"
-NONE_AND_SCHEMA: tuple[Constraint, Constraint] = ("none", "schema")
 _SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
-
-# A bare client loop: no tipbench import, the official `openai` client, one request after
-# the other; writes each answer's text and tokens, and the time inside the requests.
-BARE_LOOP = """
-import json, sys, time
-import openai
-spec = json.load(open(sys.argv[1], encoding="utf-8"))
-client = openai.OpenAI(base_url=sys.argv[2], api_key="not-needed", max_retries=0, timeout=600)
-texts, tokens, inside = {}, {}, 0.0
-for r in spec["requests"]:
-    extra = {"response_format": r["response_format"]} if r["response_format"] else {}
-    started = time.perf_counter()
-    response = client.chat.completions.create(
-        model=spec["model"], messages=r["messages"], temperature=r["temperature"],
-        seed=r["seed"], max_tokens=r["max_tokens"], **extra,
-    )
-    inside += time.perf_counter() - started
-    texts[r["name"]] = response.choices[0].message.content or ""
-    tokens[r["name"]] = response.usage.completion_tokens if response.usage else 0
-json.dump({"texts": texts, "tokens": tokens, "inside": inside}, open(sys.argv[3], "w"))
-"""
-
-
-@dataclass(frozen=True)
-class Arm:
-    seconds: float
-    inside: float
-    tokens: int
-    full: int
-    cells: int
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.inside if self.inside else 0.0
+# The bare arms: the official `openai` client in a loop, a program that imports no tipbench.
+BASELINE = Path(__file__).resolve().with_name("_baseline_openai.py")
 
 
 def plan(args: argparse.Namespace) -> tuple[CollectConfig, list[dict[str, Any]]]:
@@ -100,22 +73,7 @@ def plan(args: argparse.Namespace) -> tuple[CollectConfig, list[dict[str, Any]]]
         max_tokens=config.generation_tokens,
         suite=suite.label,
     )
-    pairs = []
-    for cell in cells:
-        wire = {}
-        for constraint in NONE_AND_SCHEMA:
-            request = cell.request(constraint=constraint)
-            schema = request.json_schema
-            wire[constraint] = {
-                "name": cell.name,
-                "messages": request.chat_messages(),
-                "temperature": request.temperature,
-                "seed": request.seed,
-                "max_tokens": request.max_tokens,
-                "response_format": {"type": "json_object", "schema": schema} if schema else None,
-            }
-        pairs.append({"name": cell.name, "free": wire["none"], "schema": wire["schema"]})
-    return config, pairs
+    return config, [request_pair(cell) for cell in cells]
 
 
 def write(path: Path, requests: list[dict[str, Any]]) -> Path:
@@ -133,25 +91,25 @@ def timed(
     return time.perf_counter() - started, done
 
 
-def bare(requests: Path, url: str, out: Path, env: dict[str, str], names: list[str], n: int) -> Arm:
-    seconds, done = timed([sys.executable, "-c", BARE_LOOP, str(requests), url, str(out)], env)
+def bare(
+    requests: Path, url: str, out: Path, env: dict[str, str], names: list[str], n: int
+) -> ArmResult:
+    seconds, done = timed([sys.executable, str(BASELINE), str(requests), url, str(out)], env)
     if done.returncode != 0:
         raise SystemExit(f"bare loop failed:\n{done.stderr[-3000:]}")
     result = json.loads(out.read_text(encoding="utf-8"))
-    full = sum(len(parse_tips(result["texts"].get(name, ""), n).tips) >= n for name in names)
-    return Arm(seconds, result["inside"], sum(result["tokens"].values()), full, len(names))
+    full = full_cells(result["texts"], names, n)
+    return ArmResult(seconds, result["inside"], sum(result["tokens"].values()), full, len(names))
 
 
 def collect_arm(
     config: CollectConfig, url: str, folder: Path, env: dict[str, str]
-) -> tuple[Arm, dict[str, int]]:
+) -> tuple[ArmResult, dict[str, int]]:
     from mlflow import MlflowClient
 
     uri = f"sqlite:///{folder / 'mlflow.db'}"
-    script = Path(sys.executable).parent / "tipbench"
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "tipbench.cli"]
-    command += [
-        "collect", "--models", MODEL, "--openai-base-url", url,
+    command = [
+        *tipbench_command(), "collect", "--models", MODEL, "--openai-base-url", url,
         "--prompts", ",".join(config.prompts), "--n-scenarios", str(config.n_scenarios),
         "--n-tips", str(config.n_tips), "--experiment", "bench-structured",
         "--tracking-uri", uri, "--no-cache",
@@ -161,12 +119,12 @@ def collect_arm(
         print(f"  (b) exited {done.returncode}:\n{done.stderr[-2000:]}", flush=True)
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("bench-structured")
-    runs = client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'") if exp else []
+    runs = client.search_runs([exp.experiment_id], CELL_RUNS) if exp else []
     paths: dict[str, int] = {}
     for run in runs:
         path = run.data.tags.get("generation_path", "?")
         paths[path] = paths.get(path, 0) + 1
-    arm = Arm(
+    arm = ArmResult(
         seconds,
         sum(r.data.metrics.get("latency_s", 0.0) for r in runs),
         int(sum(r.data.metrics.get("completion_tokens", 0) for r in runs)),
@@ -174,14 +132,6 @@ def collect_arm(
         len(runs),
     )
     return arm, paths
-
-
-LABELS = {
-    "u": "(u) unconstrained",
-    "s": "(s) schema, every request",
-    "a": "(a) replay of (b)'s requests",
-    "b": "(b) tipbench collect (auto)",
-}
 
 
 def main() -> int:
@@ -195,7 +145,7 @@ def main() -> int:
     config, pairs = plan(args)
     names = [p["name"] for p in pairs]
     n = config.n_tips
-    rounds: list[dict[str, Arm]] = []
+    rounds: list[dict[str, ArmResult]] = []
     all_paths: list[dict[str, int]] = []
     ok = True
     with tempfile.TemporaryDirectory(prefix="tipbench-bench-") as tmp:
@@ -208,23 +158,12 @@ def main() -> int:
             # untimed warm-up: the first answers page the model in; (u) decides (a)'s retries
             warm = bare(free, url, folder / "warm.json", env, names, n)
             texts = json.loads((folder / "warm.json").read_text())["texts"]
-            retried = {k for k in names if len(parse_tips(texts[k], n).tips) < n}
-            replay = write(
-                folder / "replay.json",
-                [
-                    r
-                    for p in pairs
-                    for r in (
-                        [p["free"] | {"name": p["name"] + "#free"}, p["schema"]]
-                        if p["name"] in retried
-                        else [p["free"]]
-                    )
-                ],
-            )
+            retried = retried_cells(texts, n)
+            replayed = write(folder / "replay.json", [r for p in pairs for r in replay(p, retried)])
             print(f"  warm-up done ({warm.seconds:.1f} s); (a) has {len(retried)} retries")
             order = ["u", "s", "a", "b"]
             for number in range(1, args.repeat + 1):
-                arms: dict[str, Arm] = {}
+                arms: dict[str, ArmResult] = {}
                 for key in order[number - 1 :] + order[: number - 1]:  # rotate the order
                     work = folder / f"round-{number}-{key}"
                     work.mkdir()
@@ -233,34 +172,15 @@ def main() -> int:
                         all_paths.append(paths)
                         ok = ok and arms[key].cells == len(names)
                     else:
-                        requests = {"u": free, "s": schema, "a": replay}[key]
+                        requests = {"u": free, "s": schema, "a": replayed}[key]
                         arms[key] = bare(requests, url, work / "out.json", env, names, n)
-                    print(f"  round {number}: {LABELS[key]} {arms[key].seconds:.2f} s", flush=True)
+                    print(
+                        f"  round {number}: {ARM_LABELS[key]} {arms[key].seconds:.2f} s", flush=True
+                    )
                 rounds.append(arms)
     print()
     print(f"{len(names)} cells ({', '.join(config.prompts)}), n_tips {n}, via llama_cpp.server")
-    print(
-        f"{'arm':<32} {'wall s':>8} {'in requests s':>14} {'tokens':>7} {'tokens/s':>9}"
-        f" {'cells with n_tips':>18}"
-    )
-    best = {key: min((r[key] for r in rounds), key=lambda a: a.seconds) for key in LABELS}
-    for key, label in LABELS.items():
-        arm = best[key]
-        share = arm.full / max(arm.cells, 1)
-        print(
-            f"{label:<32} {arm.seconds:>8.2f} {arm.inside:>14.2f} {arm.tokens:>7}"
-            f" {arm.tokens_per_s:>9.1f} {f'{arm.full}/{arm.cells}':>12} {share:>5.0%}"
-        )
-    print(f"(b) generation paths per round: {all_paths}")
-    speed = best["b"].tokens_per_s / best["u"].tokens_per_s
-    share = best["b"].full / max(best["b"].cells, 1)
-    overhead = best["b"].seconds / best["a"].seconds
-    met = {True: "met", False: "NOT met"}
-    print(f"(s)/(u) tokens/s:             {best['s'].tokens_per_s / best['u'].tokens_per_s:.3f}")
-    print(f"(b)/(u) tokens/s:             {speed:.3f}   target ≥ 0.90   {met[speed >= 0.9]}")
-    print(f"(b) cells with n_tips tips:   {share:.1%}   target ≥ 95%    {met[share >= 0.95]}")
-    print(f"(b)/(a) wall clock:           {overhead:.3f}   target ≤ 1.05   {met[overhead <= 1.05]}")
-    print(f"(b)/(s) wall clock:           {best['b'].seconds / best['s'].seconds:.3f}")
+    print_arms(rounds, all_paths)
     return 0 if ok else 1
 
 

@@ -15,6 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import httpx
 
@@ -47,7 +48,7 @@ class ServerProcess:
     def command(self) -> list[str]:
         raise NotImplementedError
 
-    def start(self) -> ServerProcess:
+    def start(self) -> Self:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log = (self.workdir / "server.log").open(self.log_mode)
         self.process = subprocess.Popen(
@@ -90,7 +91,7 @@ class ServerProcess:
         if hasattr(self, "log"):
             self.log.close()
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(

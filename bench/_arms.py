@@ -1,0 +1,79 @@
+"""The arms of issue 10 that `collect_overhead.py` and `structured_server.py` both time.
+
+Over one grid (prompts × scenarios, built with tipbench's own planner):
+
+  (u) every request unconstrained: the backend's own speed;
+  (s) every request constrained by the JSON schema: collect before `--structured`;
+  (a) a replay of the requests (b) makes: each free request, and the schema-constrained
+      retry for the cells whose free answer does not parse into n_tips tips (known from
+      (u)'s answers: same prompts, seeds and model settings give the same answers);
+  (b) `tipbench collect` in its default structured mode (`auto`).
+
+The bare arms (u), (s), (a) send each cell's requests as written here (`request_pair`),
+from a program that imports no tipbench (`_baseline_llamacpp.py`, `_baseline_openai.py`);
+`_report.py` holds what an arm measured (`ArmResult`) and prints the arms' table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tipbench.backends import GenerationRequest
+from tipbench.collect import Cell, parse_tips
+
+
+def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
+    """A request as tipbench's backends send it (the schema as llama-cpp-python's
+    `response_format`, which its OpenAI-compatible server accepts too)."""
+    schema_format = (
+        {"type": "json_object", "schema": request.json_schema}
+        if request.json_schema is not None
+        else None
+    )
+    return {
+        "name": name,
+        "messages": request.chat_messages(),
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "max_tokens": request.max_tokens,
+        "response_format": schema_format,
+    }
+
+
+def request_pair(cell: Cell) -> dict[str, Any]:
+    """A cell's free and schema-constrained requests, by the cell's run name."""
+    return {
+        "name": cell.name,
+        "free": wire(cell.name, cell.request(constraint="none")),
+        "schema": wire(cell.name, cell.request(constraint="schema")),
+    }
+
+
+def retried_cells(free_texts: Mapping[str, str], n_tips: int) -> set[str]:
+    """The cells whose free answer does not parse into `n_tips` tips: (b) retries them."""
+    return {
+        name for name, text in free_texts.items() if len(parse_tips(text, n_tips).tips) < n_tips
+    }
+
+
+def replay(pair: Mapping[str, Any], retried: set[str]) -> list[dict[str, Any]]:
+    """(a)'s requests for a cell: (b)'s free request, then the schema retry if it retries.
+    The free answer of a retried cell is named `NAME#free`, so that NAME holds the final
+    answer, as (b)'s response.txt does."""
+    if pair["name"] not in retried:
+        return [pair["free"]]
+    return [pair["free"] | {"name": pair["name"] + "#free"}, pair["schema"]]
+
+
+def full_cells(texts: Mapping[str, str], names: list[str], n_tips: int) -> int:
+    """How many of the cells `names` have an answer that parses into `n_tips` tips."""
+    return sum(len(parse_tips(texts.get(name, ""), n_tips).tips) >= n_tips for name in names)
+
+
+def tipbench_command() -> list[str]:
+    """The installed `tipbench` script (not a pyenv shim), else `python -m tipbench.cli`."""
+    script = Path(sys.executable).parent / "tipbench"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "tipbench.cli"]

@@ -1,0 +1,85 @@
+#!/usr/bin/env python
+"""The baseline of `collect_overhead.py`: plain llama-cpp-python making a list of requests.
+
+    python bench/_baseline_llamacpp.py REQUESTS.json OUT.json
+
+REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx` and, per model, its GGUF path
+and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`,
+`response_format`). Each model is loaded as tipbench's embedded backend loads it (`n_ctx`,
+plain CPU buffers, `TIPBENCH_LLAMA_THREADS`), then asked with `create_chat_completion`, one
+request after the other. OUT.json gets each answer's text and completion tokens by name.
+
+It imports no tipbench: this is what the same generations cost without it. It writes marks
+to stderr (`loading M`, `loaded M`, `[i/n] name`, `unloading M`) from which the caller times
+the phases and the requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+
+# A copy of tipbench.backends._llamacpp.plain_cpu_buffers, not an import, so that the
+# baseline pays for no tipbench import yet loads the model exactly as the backend does;
+# collect_overhead.py refuses to run when the two differ (`check_baseline_copy`).
+@contextlib.contextmanager
+def plain_cpu_buffers() -> Iterator[None]:
+    """Load models without llama.cpp's "extra" CPU buffer types (AMX, weight repacking)."""
+    import llama_cpp.llama_cpp as lib
+
+    default = lib.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = without_extra_buffers
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = default
+
+
+def mark(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(requests_path: str, out_path: str) -> None:
+    with open(requests_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
+    extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
+    texts, tokens = {}, {}
+    for block in spec["blocks"]:
+        mark("loading " + block["model"])
+        from llama_cpp import Llama
+
+        with plain_cpu_buffers():
+            llm = Llama(model_path=block["model_path"], n_ctx=spec["n_ctx"], verbose=False, **extra)
+        mark("loaded " + block["model"])
+        for i, r in enumerate(block["requests"], start=1):
+            response: Any = llm.create_chat_completion(
+                messages=r["messages"],
+                temperature=r["temperature"],
+                seed=r["seed"],
+                max_tokens=r["max_tokens"],
+                response_format=r["response_format"],
+            )
+            texts[r["name"]] = response["choices"][0]["message"].get("content") or ""
+            tokens[r["name"]] = (response.get("usage") or {}).get("completion_tokens", 0)
+            mark(f"[{i}/{len(block['requests'])}] {r['name']}")
+        mark("unloading " + block["model"])
+        llm.close()
+        del llm
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump({"texts": texts, "tokens": tokens}, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

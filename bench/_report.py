@@ -1,0 +1,95 @@
+"""How the benchmarks summarise their rounds: best-round ratios, percentiles, the arms table.
+
+Other work on the machine only ever adds time, so each side's best round is its least
+disturbed one: verdicts compare best with best (`best_ratio`), and the median of the
+per-round ratios (`median_ratio`) is printed beside them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+ARM_LABELS = {
+    "u": "(u) unconstrained",
+    "s": "(s) schema, every request",
+    "a": "(a) replay of (b)'s requests",
+    "b": "(b) tipbench collect (auto)",
+}
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """What one arm generated: wall clock, time inside the requests, tokens, usable cells."""
+
+    seconds: float
+    request_seconds: float
+    tokens: int
+    full: int  # cells whose (final) answer parses into n_tips tips
+    cells: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.request_seconds if self.request_seconds else 0.0
+
+
+def best_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """b/a from each side's best (smallest) round."""
+    return min(b) / min(a)
+
+
+def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """The median of the per-round ratios b/a (the rounds paired in order)."""
+    return statistics.median(y / x for x, y in zip(a, b, strict=True))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The `q` quantile (0–1) of `values`, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def print_arms(
+    rounds: Sequence[Mapping[str, ArmResult]], paths: Sequence[Mapping[str, int]]
+) -> None:
+    """Issue 10: generation at the backend's own speed. Each arm's best round (least
+    disturbed), tokens/s over the time inside the requests, (b)'s generation paths per
+    round, and the targets (printed, never part of an exit status)."""
+    print(
+        f"{'arm':<32} {'wall s':>8} {'in requests s':>14} {'tokens':>7} {'tokens/s':>9}"
+        f" {'cells with n_tips':>18}"
+    )
+    best: dict[str, ArmResult] = {}
+    for key, label in ARM_LABELS.items():
+        arm = min((r[key] for r in rounds), key=lambda x: x.seconds)
+        best[key] = arm
+        print(
+            f"{label:<32} {arm.seconds:>8.2f} {arm.request_seconds:>14.2f} {arm.tokens:>7}"
+            f" {arm.tokens_per_s:>9.1f} {f'{arm.full}/{arm.cells}':>12}"
+            f" {arm.full / max(arm.cells, 1):>5.0%}"
+        )
+    names = sorted({p for counts in paths for p in counts})
+    print(
+        "(b) generation paths: "
+        + ", ".join(f"{p} {[counts.get(p, 0) for counts in paths]}" for p in names)
+    )
+    speed = best["b"].tokens_per_s / best["u"].tokens_per_s
+    share = best["b"].full / max(best["b"].cells, 1)
+    overhead = best["b"].seconds / best["a"].seconds
+    schema_speed = best["s"].tokens_per_s / best["u"].tokens_per_s
+    print(f"(s)/(u) tokens/s:             {schema_speed:.3f}   (what the grammar costs per token)")
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    print(f"(b)/(u) tokens/s:             {speed:.3f}   target ≥ 0.90   {verdict(speed >= 0.9)}")
+    print(f"(b) cells with n_tips tips:   {share:.1%}   target ≥ 95%    {verdict(share >= 0.95)}")
+    print(
+        f"(b)/(a) wall clock:           {overhead:.3f}   target ≤ 1.05   "
+        f"{verdict(overhead <= 1.05)}"
+    )
+    print(
+        f"(b)/(s) wall clock:           {best['b'].seconds / best['s'].seconds:.3f}   "
+        "(the default against every request constrained, as before)"
+    )
