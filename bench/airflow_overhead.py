@@ -24,14 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _report import best_ratio, median_ratio
 from tipbench._dev.airflow import AirflowHome
+from tipbench.tracking import CELL_RUNS
 
 TARGET = 1.3
 MODEL = "llamacpp:smollm2-135m"
@@ -43,7 +44,7 @@ def cell_count(uri: str, experiment: str) -> int:
     exp = MlflowClient(uri).get_experiment_by_name(experiment)
     if exp is None:
         return 0
-    runs = MlflowClient(uri).search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    runs = MlflowClient(uri).search_runs([exp.experiment_id], CELL_RUNS)
     return len(runs)
 
 
@@ -107,8 +108,8 @@ def main() -> int:
                 label = "tipbench run" if side == "a" else "bench_collect (dag.test)"
                 print(f"round {round_ + 1} {label:>26}: {elapsed:7.1f} s, {recorded}/{cells} cells")
 
-    best = min(times["b"]) / min(times["a"])
-    median = statistics.median(b / a for a, b in zip(times["a"], times["b"], strict=True))
+    best = best_ratio(times["a"], times["b"])
+    median = median_ratio(times["a"], times["b"])
     print(f"grid: {MODEL} × {args.prompts} × {args.n_scenarios} scenarios, n_tips {args.n_tips}")
     print(f"b/a (best rounds) = {best:.2f}  (median of rounds {median:.2f}; target ≤ {TARGET})")
     print(json.dumps({"ratio": round(best, 3), "median_ratio": round(median, 3),

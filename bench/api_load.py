@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from _report import percentile
 from tipbench._dev.judged_runs import JudgedCell, uniform, write_cells
 from tipbench._dev.servers import TipbenchServer
 from tipbench.suite import load_suite
@@ -58,11 +59,6 @@ async def burst(url: str, n: int) -> list[float]:
             return time.perf_counter() - started
 
         return await asyncio.gather(*(one() for _ in range(n)))
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def wait_generating(client: httpx.Client, job_id: str) -> None:

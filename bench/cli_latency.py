@@ -35,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _report import best_ratio
 from tipbench.tracking import KIND_CELL, KIND_TAG, RunRecord, TrackingStore, write_run
 
 TARGET = 1.5
@@ -97,13 +98,12 @@ def main() -> int:
             for name in order:
                 command, expect = sides[name]
                 times[name].append(wall(command, env, expect))
-    best = {name: min(values) for name, values in times.items()}
-    base = best["a import mlflow"]
+    base = times["a import mlflow"]
     print(f"best of {args.repeat} rounds, fresh processes:")
-    for name, seconds in best.items():
-        ratio = "" if name.startswith("a ") else f"  ×{seconds / base:.2f} of (a)"
-        print(f"  {name:<22} {seconds:6.2f} s{ratio}")
-    verdict = best["b compare"] / base
+    for name, values in times.items():
+        ratio = "" if name.startswith("a ") else f"  ×{best_ratio(base, values):.2f} of (a)"
+        print(f"  {name:<22} {min(values):6.2f} s{ratio}")
+    verdict = best_ratio(base, times["b compare"])
     print(f"compare / import mlflow = {verdict:.2f} (target ≤ {TARGET})")
     return 0 if verdict <= TARGET else 1
 

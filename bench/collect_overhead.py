@@ -67,7 +67,6 @@ import _baseline_llamacpp
 from _arms import full_cells, replay, request_pair, retried_cells, tipbench_command
 from _cpu import CpuMeter, Timed, run_timed
 from _report import ArmResult, best_ratio, median_ratio, print_arms
-
 from tipbench._dev.servers import MlflowServer
 from tipbench.backends import BackendOptions, open_backend
 from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers

@@ -31,7 +31,6 @@ import io
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -39,11 +38,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import judged_store
 from click.testing import CliRunner
 from rich.console import Console
 
+import judged_store
+from _report import best_ratio, median_ratio
 from tipbench.cli import cli
 from tipbench.compare import build_leaderboard, log_leaderboard, plot_leaderboards, table
 from tipbench.judge import apply_judge_file, export_pending
@@ -87,7 +86,8 @@ def bench_compare(uri: str, n_runs: int, repeat: int) -> float:
     experiment_id = store.experiment_id(judged_store.EXPERIMENT)
     fetched = search_runs(store, experiment_id, 5000)  # warm the page cache for both sides
     assert fetched == n_runs, f"expected {n_runs} runs, the store has {fetched}"
-    ratios, searches, compares = [], [], []
+    searches: list[float] = []
+    compares: list[float] = []
     for round_no in range(1, repeat + 1):
         order = ("a", "b") if round_no % 2 else ("b", "a")
         times: dict[str, float] = {}
@@ -100,17 +100,16 @@ def bench_compare(uri: str, n_runs: int, repeat: int) -> float:
             else:
                 times["b"], output = timed(lambda: compare_command(uri))
                 assert "human judge · 10000 judged runs" in output.replace(",", ""), output[:500]
-        ratios.append(times["b"] / times["a"])
         searches.append(times["a"])
         compares.append(times["b"])
         print(
             f"round {round_no}: search_runs {times['a']:.2f} s (5,000-run pages "
             f"{times['a5000']:.2f} s, 50,000-run pages {times['a50000']:.2f} s); "
-            f"compare {times['b']:.2f} s; ratio {ratios[-1]:.2f}; load {_load()}",
+            f"compare {times['b']:.2f} s; ratio {times['b'] / times['a']:.2f}; load {_load()}",
             flush=True,
         )
-    best = min(compares) / min(searches)
-    median = statistics.median(ratios)
+    best = best_ratio(searches, compares)
+    median = median_ratio(searches, compares)
     verdict = "OK" if best <= TARGET else "TOO SLOW"
     print(
         f"compare / search_runs: {best:.2f} best of {repeat} rounds each "
@@ -124,7 +123,12 @@ def bench_compare(uri: str, n_runs: int, repeat: int) -> float:
     auto_s, auto = timed(lambda: build_leaderboard(runs, "auto"))
     boards = [human, auto]
     console = Console(file=io.StringIO(), width=200)
-    render_s, _ = timed(lambda: [console.print(table(board)) for board in boards])
+
+    def render() -> None:
+        for board in boards:
+            console.print(table(board))
+
+    render_s, _ = timed(render)
     log_s, _ = timed(lambda: log_leaderboard(store, experiment_id, boards))
     print(
         f"  compare's parts: search {search_s:.2f} s, human leaderboard {human_s:.2f} s, "

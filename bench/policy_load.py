@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 
+from _report import best_ratio, percentile
 from tipbench._dev.servers import POLICY_TOKEN as TOKEN
 from tipbench._dev.servers import PolicyServer
 
@@ -108,11 +109,6 @@ async def noop_load(url: str, clients: int, requests: int) -> tuple[list[float],
         return latencies, time.perf_counter() - started
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def row(name: str, values: list[float], seconds: float | None) -> str:
     rate = f"{len(values) / seconds:9.0f}" if seconds else f"{'':9}"
     return (
@@ -165,7 +161,9 @@ def main() -> int:
     print(row(" /serve", latencies["serve"], None))
     print(row(" /reward", latencies["reward"], None))
     print(row("noop", best_noop[0], best_noop[1]))
-    ratio = p99_policy(best_policy) / percentile(best_noop[0], 0.99)
+    ratio = best_ratio(
+        [percentile(n[0], 0.99) for n in noop_rounds], [p99_policy(p) for p in policy_rounds]
+    )
     rounds = ", ".join(
         f"{p99_policy(p) / percentile(n[0], 0.99):.2f}"
         for p, n in zip(policy_rounds, noop_rounds, strict=True)

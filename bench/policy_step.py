@@ -29,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from _report import best_ratio  # noqa: E402
 from tipbench.policies import (  # noqa: E402
     ArmStats,
     Moment,
@@ -145,7 +146,7 @@ def main() -> int:
             times[side].append(elapsed)
             means[side] = mean
     best = {side: min(values) / args.steps * 1e6 for side, values in times.items()}
-    ratio = best["tipbench"] / best["vw"]
+    ratio = best_ratio(times["vw"], times["tipbench"])
     print(f"{args.steps} steps (decide + update) × {args.rounds} rounds, best round per side")
     for side in ("tipbench", "vw"):
         rounds = ", ".join(f"{t / args.steps * 1e6:.1f}" for t in times[side])

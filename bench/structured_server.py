@@ -43,7 +43,6 @@ from typing import Any
 
 from _arms import full_cells, replay, request_pair, retried_cells, tipbench_command
 from _report import ARM_LABELS, ArmResult, print_arms
-
 from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import ModelSpec
 from tipbench.backends._llamacpp import resolve_model_path
