@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.backends._gguf import read_gguf_header
-from tipbench.collect import parse_tips, tips_schema
+from tipbench.collect import TipsComplete, parse_tips, tips_schema
 from tipbench.suite import load_suite
 
 SMOLLM2 = ModelSpec.parse("llamacpp:smollm2-135m")
@@ -105,6 +106,32 @@ def test_same_seed_and_temperature_give_the_same_text(loaded: Backend) -> None:
 
     other = loaded.generate(request(seed=12))
     assert other.text.strip() and other.completion_tokens > 0
+
+
+@pytest.mark.slow
+def test_a_free_answer_stops_once_it_is_complete(loaded: Backend) -> None:
+    suite = load_suite()
+    scenario = suite.select_scenarios(1)[0]
+    free = GenerationRequest(
+        messages=suite.prompt("v3-few-shot").render(scenario, 3),
+        temperature=0.7,
+        seed=42,
+        max_tokens=240,
+    )
+    whole = loaded.generate(free)
+    streamed = loaded.generate(replace(free, complete=lambda text: False))
+    early = loaded.generate(replace(free, complete=TipsComplete(3)))
+
+    # streaming samples the same tokens and counts them as the unstreamed answer does
+    assert streamed.text == whole.text
+    assert streamed.prompt_tokens == whole.prompt_tokens
+    # the complete answer is a prefix that already holds the tips, for fewer tokens
+    assert whole.text.startswith(early.text)
+    assert early.prompt_tokens == whole.prompt_tokens
+    assert parse_tips(early.text, 3).tips == parse_tips(whole.text, 3).tips
+    assert len(parse_tips(early.text, 3).tips) == 3
+    assert early.completion_tokens < whole.completion_tokens
+    assert early.structured is False
 
 
 @pytest.mark.slow

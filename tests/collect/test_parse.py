@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from tipbench.collect import parse_tips, tips_schema
+from tipbench.collect import TipsComplete, parse_tips, tips_schema
 from tipbench.collect._parse import TIP_PATTERN
 
 
@@ -95,3 +95,25 @@ def test_json_cut_off_after_a_preamble() -> None:
     parsed = parse_tips(text, 3)
     assert parsed.tips == ("Finish the quiz notes first.",)
     assert parsed.method == "partial-json"
+
+
+def test_an_answer_is_complete_once_its_last_wanted_tip_has_ended() -> None:
+    listed = "Here you go:\n1. Draft the report outline before lunch today.\n2. Call the dentist"
+    assert not TipsComplete(2)(listed)  # the second line may go on
+    assert TipsComplete(2)(listed + " at nine tomorrow.\n")
+    assert not TipsComplete(3)(listed + " at nine tomorrow.\n")
+
+    as_json = '{"tips": ["Draft the report outline before lunch today.", "Call the dentist'
+    assert not TipsComplete(2)(as_json)  # the string is still open
+    assert TipsComplete(2)(as_json + ' at nine tomorrow."')
+    # a line cut inside a quotation is not read as a finished line
+    quoted = '1. Draft the "quarterly" report outline today.\n2. Say "'
+    assert not TipsComplete(2)(quoted)
+
+
+def test_completeness_is_checked_again_only_when_a_tip_may_have_ended() -> None:
+    complete = TipsComplete(1)
+    text = "1. Draft the report outline"
+    assert not complete(text)
+    assert not complete(text + " before lunch")  # no newline or quote since: not parsed
+    assert complete(text + " before lunch today.\n")

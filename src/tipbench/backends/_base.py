@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -51,7 +52,9 @@ class GenerationRequest:
 
     With `json_schema` the answer is constrained to that schema (a grammar evaluated on
     every sampled token, which costs speed); with `json_object` (and no schema) to some
-    JSON object; with neither the backend generates freely.
+    JSON object; with neither the backend generates freely. A free request may say when its
+    answer is complete (`complete`, given the text so far): the backend then streams and stops
+    there instead of running on to `max_tokens`, which a grammar does by itself.
     """
 
     messages: tuple[Message, ...]
@@ -60,6 +63,7 @@ class GenerationRequest:
     max_tokens: int
     json_schema: dict[str, Any] | None = None
     json_object: bool = False
+    complete: Callable[[str], bool] | None = field(default=None, compare=False)
 
     @property
     def constraint(self) -> Constraint:

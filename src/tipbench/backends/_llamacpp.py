@@ -6,7 +6,7 @@ import contextlib
 import gc
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,8 @@ class LlamaCppBackend(Backend):
         elif request.json_object:
             kwargs["response_format"] = {"type": "json_object"}
         try:
+            if request.complete is not None and request.constraint == "none":
+                return self._generate_until_complete(request, request.complete)
             response = self._llm.create_chat_completion(
                 messages=request.chat_messages(),
                 temperature=request.temperature,
@@ -141,3 +143,35 @@ class LlamaCppBackend(Backend):
             completion_tokens=int(usage.get("completion_tokens", 0)),
             structured=request.constraint != "none",
         )
+
+    def _generate_until_complete(
+        self, request: GenerationRequest, complete: Callable[[str], bool]
+    ) -> Generation:
+        """Stream a free answer and stop as soon as it is complete.
+
+        The same seed samples the same tokens as an unstreamed request, so the answer is a
+        prefix of that one. A streamed completion reports no usage: each chunk is one token,
+        and the context then holds the prompt and the tokens evaluated after it, which is
+        every token but the last one sampled unless the model ended the answer itself.
+        """
+        text, tokens, ended = "", 0, False
+        stream = self._llm.create_chat_completion(
+            messages=request.chat_messages(),
+            temperature=request.temperature,
+            seed=request.seed,
+            max_tokens=request.max_tokens,
+            stream=True,
+        )
+        try:
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                ended = choice.get("finish_reason") == "stop"
+                piece = choice["delta"].get("content")
+                if piece:
+                    text, tokens = text + piece, tokens + 1
+                    if complete(text):
+                        break
+        finally:
+            stream.close()
+        evaluated = tokens if ended or not tokens else tokens - 1
+        return Generation(text, self._llm.n_tokens - evaluated, tokens, structured=False)

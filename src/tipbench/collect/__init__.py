@@ -8,7 +8,7 @@ from tipbench.collect._config import (
     CollectConfig,
 )
 from tipbench.collect._grid import Cell, plan_grid
-from tipbench.collect._parse import ParsedTips, parse_tips, tips_schema
+from tipbench.collect._parse import ParsedTips, TipsComplete, parse_tips, tips_schema
 from tipbench.collect._record import CellOutcome, build_record
 from tipbench.collect._runner import CollectProgress, CollectResult, collect, preflight
 
@@ -23,6 +23,7 @@ __all__ = [
     "CollectProgress",
     "CollectResult",
     "ParsedTips",
+    "TipsComplete",
     "build_record",
     "collect",
     "parse_tips",

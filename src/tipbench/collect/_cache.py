@@ -18,9 +18,12 @@ from tipbench.suite import content_hash
 def request_key(model_identity: str, request: GenerationRequest) -> str:
     """A hash of the model's identity and every field of the request.
 
-    `json_object` counts only when set, so requests made before it existed keep their keys.
+    `json_object` counts only when set, so requests made before it existed keep their keys;
+    when a free answer counts as complete does not change the answer's tokens, so it does
+    not count.
     """
     fields = asdict(request)
+    del fields["complete"]
     if not fields["json_object"]:
         del fields["json_object"]
     return content_hash([model_identity, fields])

@@ -12,7 +12,7 @@ from tipbench.backends import (
     StructuredMode,
     constraints_for,
 )
-from tipbench.collect._parse import tips_schema
+from tipbench.collect._parse import TipsComplete, tips_schema
 from tipbench.suite import PromptVersion, Scenario, content_hash
 
 
@@ -66,7 +66,8 @@ class Cell:
     def request(self, attempt: int = 1, constraint: Constraint | None = None) -> GenerationRequest:
         """The cell's request, constrained as asked [default: its mode's first constraint].
 
-        A retry after unusable output moves the seed on by one.
+        A retry after unusable output moves the seed on by one. A free request stops as
+        soon as its answer holds `n_tips` complete tips.
         """
         constraint = constraint or constraints_for(self.structured)[0]
         return GenerationRequest(
@@ -76,6 +77,7 @@ class Cell:
             max_tokens=self.max_tokens,
             json_schema=tips_schema(self.n_tips) if constraint == "schema" else None,
             json_object=constraint == "json",
+            complete=TipsComplete(self.n_tips) if constraint == "none" else None,
         )
 
 

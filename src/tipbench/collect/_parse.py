@@ -66,14 +66,38 @@ def parse_tips(text: str, n_tips: int) -> ParsedTips:
     per line); the first that yields `n_tips` tips wins, else the one that yields the most.
     Only strings of a few words count as tips: not "...", a time or a number.
     """
+    return _best(text, n_tips, _READINGS)
+
+
+class TipsComplete:
+    """Whether a growing answer already holds `n_tips` complete tips: the test a free
+    (unconstrained) generation stops on, instead of running on to the token limit.
+
+    Only a JSON answer or a numbered or bulleted list counts: loose lines may be a preamble
+    that a list follows. A tip is complete once its JSON string is closed or its list line
+    has ended, so the JSON readings look at the answer up to its last quote and the list
+    reading up to its last newline. Called on every streamed token, it parses again only
+    when one of those grew.
+    """
+
+    def __init__(self, n_tips: int) -> None:
+        self.n_tips = n_tips
+        self._checked = (-1, -1)  # (last quote, last newline) already parsed
+
+    def __call__(self, text: str) -> bool:
+        quote, newline = text.rfind('"'), text.rfind("\n")
+        if (quote, newline) == self._checked:
+            return False
+        self._checked = (quote, newline)
+        readings = ((text[: quote + 1], _JSON_READINGS), (text[: max(newline, 0)], _LIST_READINGS))
+        return any(
+            len(_best(part, self.n_tips, read).tips) >= self.n_tips for part, read in readings
+        )
+
+
+def _best(text: str, n_tips: int, readings: tuple[_Reading, ...]) -> ParsedTips:
     body = _FENCE.sub("", text.strip())
     best = ParsedTips((), "none")
-    readings: tuple[tuple[ParseMethod, Callable[[str], list[str]]], ...] = (
-        ("json", _from_json),
-        ("partial-json", _from_partial_json),
-        ("lines", _from_lines),
-        ("plain-lines", _from_plain_lines),
-    )
     for method, read in readings:
         tips = tuple(t for t in (_clean(x) for x in read(body)) if _tip_like(t))[:n_tips]
         if len(tips) > len(best.tips):
@@ -150,3 +174,9 @@ def _clean(tip: str) -> str:
     if text.startswith("**") and text.count("**") == 2 and text.endswith("**"):
         return text.strip("* ")  # a whole tip in bold
     return _LABEL.sub("", text).strip("\"'“”‘’ ")
+
+
+_Reading = tuple[ParseMethod, Callable[[str], list[str]]]
+_JSON_READINGS: tuple[_Reading, ...] = (("json", _from_json), ("partial-json", _from_partial_json))
+_LIST_READINGS: tuple[_Reading, ...] = (("lines", _from_lines),)
+_READINGS = _JSON_READINGS + _LIST_READINGS + (("plain-lines", _from_plain_lines),)
