@@ -151,6 +151,13 @@ def _collect_locked(
             f"asked for {counted(config.n_scenarios, 'scenario')}, but suite {suite.name!r} has "
             f"{available}: ran all {available}"
         )
+    other_modes = sorted({run.structured for run in existing if run.ok} - {config.structured})
+    if other_modes:
+        result.warnings.append(
+            f"experiment {config.experiment!r} also holds cells collected with --structured "
+            f"{' and '.join(other_modes)}: its leaderboard would compare answers made "
+            "differently; collect each mode into its own experiment"
+        )
     progress.begin(len(cells), result.skipped)
 
     writer = BackgroundWriter(store)

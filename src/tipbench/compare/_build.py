@@ -47,6 +47,7 @@ class _Cell:
     groups: dict[str, int] = field(default_factory=dict)  # scenario key -> value row
     n_runs: int = 0
     n_candidates: int = 0
+    structured: set[str] = field(default_factory=set)  # collect's modes of its runs
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class _Scored:
     n_runs: int
     n_candidates: int
     ranked: bool
+    structured: tuple[str, ...]
 
     def order(self) -> tuple[bool, float, int, str, str]:
         """Ranked cells first, by mean composite, then by judged scenarios, then by name."""
@@ -96,6 +98,7 @@ def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray
         values.append([metrics.get(key, math.nan) for key in keys])
         cell.n_runs += 1
         cell.n_candidates += _candidates(run, tier)
+        cell.structured.add(run.structured)
     table = np.asarray(values, dtype=np.float64).reshape(-1, len(keys))
     scenario_values = _group_means(table, np.asarray(groups, dtype=np.intp), n_groups)
     return list(cells.values()), scenario_values, len(values)
@@ -126,6 +129,7 @@ def _score(cell: _Cell, scenario_values: _FloatArray, min_scenarios: int) -> _Sc
         n_runs=cell.n_runs,
         n_candidates=cell.n_candidates,
         ranked=len(rows) >= min_scenarios,
+        structured=tuple(sorted(cell.structured)),
     )
 
 
@@ -204,6 +208,7 @@ def _row(
         vs_leader=vs_leader,
         tied_with_leader=vs_leader is not None and verdict(vs_leader, ALPHA) == "not different",
         scenarios=scored.per_scenario,
+        structured=scored.structured,
     )
 
 

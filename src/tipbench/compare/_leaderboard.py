@@ -71,6 +71,9 @@ class LeaderboardRow:
     tied_with_leader: bool
     scenarios: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
     """Composite per judged scenario: what paired comparisons pair (not in `to_dict`)."""
+    structured: tuple[str, ...] = ()
+    """Collect's structured modes (`--structured`) of the cell's runs; one, unless the
+    experiment mixes answers made differently."""
 
     @property
     def name(self) -> str:
@@ -118,6 +121,7 @@ class LeaderboardRow:
                 "verdict": verdict(vs, ALPHA),
             },
             "tied_with_leader": self.tied_with_leader,
+            "structured": list(self.structured),
         }
 
 

@@ -109,24 +109,33 @@ def _notes(board: Leaderboard) -> list[str]:
 
 
 def leaderboard_warnings(board: Leaderboard) -> list[str]:
-    """What keeps the leaderboard from concluding: comparisons that can never be significant.
+    """What keeps the leaderboard from concluding: answers made under different structured
+    modes, and comparisons that can never be significant.
 
     With n paired scenarios the exact sign-flip test cannot give a p below 2 / 2**n; on the
     README's 3-scenario grid that is 0.25, so no difference from the leader can be
     significant at 0.05 however large it is.
     """
+    warnings = []
+    modes = sorted({mode for row in board.rows for mode in row.structured})
+    if len(modes) > 1:
+        warnings.append(
+            f"the cells' answers were collected under different --structured modes "
+            f"({', '.join(modes)}; see each row's `structured`): collect each mode into its "
+            "own experiment to compare like with like."
+        )
     weak = [row for row in board.rows if _cannot_reach_alpha(row)]
-    if not weak:
-        return []
-    worst = max(weak, key=lambda row: row.vs_leader.min_p_value if row.vs_leader else 0.0)
-    assert worst.vs_leader is not None
-    pairs = worst.vs_leader.n_pairs
-    return [
-        f"{counted(len(weak), 'comparison')} with the leader cannot be significant: with "
-        f"{counted(pairs, 'paired scenario')} the smallest attainable p is "
-        f"{worst.vs_leader.min_p_value:.3g} ≥ α = {ALPHA}; judge at least "
-        f"{pairs_needed(ALPHA)} scenarios per cell."
-    ]
+    if weak:
+        worst = max(weak, key=lambda row: row.vs_leader.min_p_value if row.vs_leader else 0.0)
+        assert worst.vs_leader is not None
+        pairs = worst.vs_leader.n_pairs
+        warnings.append(
+            f"{counted(len(weak), 'comparison')} with the leader cannot be significant: with "
+            f"{counted(pairs, 'paired scenario')} the smallest attainable p is "
+            f"{worst.vs_leader.min_p_value:.3g} ≥ α = {ALPHA}; judge at least "
+            f"{pairs_needed(ALPHA)} scenarios per cell."
+        )
+    return warnings
 
 
 def empty_message(board: Leaderboard) -> str:

@@ -356,6 +356,11 @@ class CellRun:
         return self.status == "FINISHED" and self.ok
 
     @property
+    def structured(self) -> str:
+        """Collect's structured mode; runs from before the modes were all schema-constrained."""
+        return self.settings.get(CellParam.STRUCTURED, "schema")
+
+    @property
     def label(self) -> str:
         """The run's name, else its id, for messages."""
         return self.name or self.run_id
