@@ -1,11 +1,23 @@
-"""The progress bars name what is running now and show the time left."""
+"""The progress bars name what is running now and show the time left; in a log they write
+lines for people and, when asked, progress events beside them."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
+from support.cli import assert_one_line_error, tipbench
+from tipbench._progress_events import (
+    ErrorReported,
+    Finished,
+    ProgressEvents,
+    StepDone,
+    TotalKnown,
+    read_event,
+)
 from tipbench.cli._progress import CellProgress, JudgeProgress, _BarProgress
 
 
@@ -47,3 +59,49 @@ def test_collect_bar_names_the_cell_being_generated() -> None:
         bar.start("m|v1|engineer-evening")
         shown = screen(bar)
         assert "3/8" in shown and "m|v1|engineer-evening" in shown and "left" in shown
+
+
+def in_a_log(progress: _BarProgress) -> io.StringIO:
+    """The bar piped into a log: its lines go to the returned buffer."""
+    out = io.StringIO()
+    progress.console = Console(file=out, width=300, color_system=None)
+    progress.live = False
+    return out
+
+
+def test_in_a_log_the_lines_stay_and_the_events_come_beside_them() -> None:
+    events: list[str] = []
+    with JudgeProgress(ProgressEvents(events.append)) as bar:
+        log = in_a_log(bar)
+        bar.begin(6, 2)
+        bar.note("loading m")
+        bar.advance("m|v1|s c1")
+        bar.advance("m|v1|s c2", "unparsable answer", count=3)  # and the cell's c3, c4
+
+    assert log.getvalue().splitlines() == [
+        "resuming: 2 of 6 candidates already judged",
+        "loading m",
+        "[3/6] m|v1|s c1 ok",
+        "[6/6] m|v1|s c2 FAILED: unparsable answer",
+    ]
+    assert [read_event(line) for line in events] == [
+        TotalKnown(unit="candidates", total=6, done=2),
+        StepDone(unit="candidates", done=3, total=6, item="m|v1|s c1"),
+        StepDone(unit="candidates", done=6, total=6, item="m|v1|s c2", error="unparsable answer"),
+    ]
+
+
+def test_a_command_refused_writes_its_error_line_and_exit_code_as_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quiet = tipbench("collect", "--n-tips", "0")
+    path = tmp_path / "run.events.jsonl"
+    monkeypatch.setenv("TIPBENCH_PROGRESS_EVENTS", str(path))
+    told = tipbench("collect", "--n-tips", "0")
+
+    line = assert_one_line_error(told, "Invalid value for '--n-tips': ")
+    assert (told.stdout, told.stderr) == (quiet.stdout, quiet.stderr)  # people see the same
+    assert [read_event(event) for event in path.read_text().splitlines()] == [
+        ErrorReported(message=line),
+        Finished(exit_code=2),
+    ]

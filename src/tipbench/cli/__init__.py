@@ -6,12 +6,14 @@ import importlib
 import signal
 import sys
 from types import FrameType
+from typing import NoReturn
 
 import click
 from pydantic import ValidationError
 
 from tipbench import __version__
 from tipbench._errors import TipbenchError
+from tipbench._progress_events import ErrorReported, Finished, ProgressEvents
 from tipbench._redact import redact_text
 
 # Each command's module is imported only when that command runs (or its help is shown), so
@@ -55,19 +57,30 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> None:
-    """Entry point: one-line errors and meaningful exit codes for every command."""
+    """Entry point: one-line errors and meaningful exit codes for every command; with
+    `TIPBENCH_PROGRESS_EVENTS`, that line and the exit code are progress events too."""
     signal.signal(signal.SIGTERM, _terminate)
+    events = ProgressEvents.from_environment()
+    try:
+        _main(events)
+    except SystemExit as exc:
+        code = exc.code
+        events.emit(Finished(exit_code=code if isinstance(code, int) else 0 if code is None else 1))
+        raise
+    events.emit(Finished(exit_code=0))
+
+
+def _main(events: ProgressEvents) -> None:
     try:
         cli.main(standalone_mode=False)
     except (KeyboardInterrupt, click.exceptions.Abort):  # click turns Ctrl-C into Abort
-        click.echo("interrupted: re-run the same command to resume", err=True)
-        sys.exit(130)
+        _fail(events, "interrupted: re-run the same command to resume", 130)
     except click.UsageError as exc:  # one line, as for every other bad input
         command = exc.ctx.command_path if exc.ctx is not None else "tipbench"
-        click.echo(f"error: {exc.format_message()} (see {command} --help)", err=True)
-        sys.exit(exc.exit_code)
+        _fail(events, f"error: {exc.format_message()} (see {command} --help)", exc.exit_code)
     except click.ClickException as exc:
         exc.show()
+        events.emit(ErrorReported(message=f"Error: {exc.format_message()}"))
         sys.exit(exc.exit_code)
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -77,8 +90,13 @@ def main() -> None:
 
             field = option_name(str(error["loc"][0]))
         message = error["msg"].removeprefix("Value error, ")
-        click.echo(f"error: {field}: {redact_text(message)}", err=True)
-        sys.exit(2)
+        _fail(events, f"error: {field}: {redact_text(message)}", 2)
     except TipbenchError as exc:
-        click.echo(f"error: {redact_text(str(exc))}", err=True)
-        sys.exit(2)
+        _fail(events, f"error: {redact_text(str(exc))}", 2)
+
+
+def _fail(events: ProgressEvents, line: str, exit_code: int) -> NoReturn:
+    """End with `line` on stderr (and as the run's error event) and `exit_code`."""
+    click.echo(line, err=True)
+    events.emit(ErrorReported(message=line))
+    sys.exit(exit_code)

@@ -1,4 +1,5 @@
-"""Progress for long jobs (a grid, a judging pass): a live bar on a terminal, lines in logs."""
+"""Progress for long jobs (a grid, a judging pass): a live bar on a terminal, lines in logs,
+and progress events for programs when `TIPBENCH_PROGRESS_EVENTS` names a file."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from tipbench._progress_events import ProgressEvents, StepCounter, Unit
 from tipbench.collect import CellOutcome
 
 
@@ -26,19 +28,21 @@ class _BarProgress:
     done now (`start`, or a `note` such as "loading MODEL"), never what just finished. It
     appears with the first progress it gets; as a terminal shows one live bar at a time, a
     bar that appears (the next phase of a pipeline) ends the one before it.
+
+    Each count and finished step is also a progress event (see `tipbench._progress_events`)
+    when `events` (by default, the environment) names where they go.
     """
 
     _shown: _BarProgress | None = None  # the bar on screen now
 
     title = ""  # shown before the bar
-    unit = "items"  # what the bar counts
+    unit: Unit  # what the bar counts
     done_word = "done"  # "resuming: 3 of 8 <unit> already <done_word>"
 
-    def __init__(self) -> None:
+    def __init__(self, events: ProgressEvents | None = None) -> None:
         self.console = Console(stderr=True)
         self.live = sys.stderr.isatty()
-        self.done = 0
-        self.total = 0
+        self.steps = StepCounter(self.unit, events or ProgressEvents.from_environment())
         self._bar = Progress(
             TextColumn(f"[bold]{self.title}"),
             BarColumn(),
@@ -77,7 +81,7 @@ class _BarProgress:
 
     def begin(self, total: int, done: int) -> None:
         self._show()
-        self.total, self.done = total, done
+        self.steps.begin(total, done)
         # reset, not update: work done before this run must not count in the speed, or
         # the time left would be far too short on a resumed run
         self._bar.reset(self._task, total=total, completed=done, description="")
@@ -90,14 +94,14 @@ class _BarProgress:
         self._bar.update(self._task, description=label)
 
     def _step(self, label: str, error: str | None, suffix: str = "", count: int = 1) -> None:
-        self.done += count
+        step = self.steps.step(label, error, count)
         status = "ok" if error is None else f"FAILED: {error}"
         description = self._bar.tasks[0].description
         # `label` just finished: the bar stops naming it until the next one starts
         self._bar.update(self._task, advance=count, description="" if description == label
                          else description)  # fmt: skip
         if not self.live or error is not None:
-            self._line(f"[{self.done}/{self.total}] {label} {status}{suffix}")
+            self._line(f"[{step.done}/{step.total}] {label} {status}{suffix}")
 
     def note(self, message: str) -> None:
         self._show()

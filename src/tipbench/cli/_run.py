@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from tipbench._progress_events import ProgressEvents
 from tipbench.cli import _options as options
 from tipbench.cli._collect import config_from_options, grid_options
 from tipbench.cli._collect import report as report_collect
@@ -52,7 +53,8 @@ def run_command(
     human judge and show the leaderboards. Re-running the same command resumes.
     """
     config = config_from_options(options)
-    with CellProgress() as cells, JudgeProgress() as judging:
+    events = ProgressEvents.from_environment()
+    with CellProgress(events) as cells, JudgeProgress(events) as judging:
         result = run_pipeline(
             config,
             tracking_uri=tracking_uri,
@@ -63,7 +65,9 @@ def run_command(
             collect_progress=cells,
             judge_progress=judging,
             reveal=reveal,
+            on_phase=events.phase,
         )
+    events.phase("report")
     click.echo("== collect")
     report_collect(result.collect)
     click.echo("== automatic judge")

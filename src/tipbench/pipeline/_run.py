@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipbench._errors import TrackingError
 from tipbench._phase import PhaseConfig
+from tipbench._progress_events import Phase
 from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
 from tipbench.compare import (
     DEFAULT_MIN_SCENARIOS,
@@ -68,6 +70,7 @@ def run_pipeline(
     collect_progress: CollectProgress | None = None,
     judge_progress: AutoJudgeProgress | None = None,
     reveal: bool = False,
+    on_phase: Callable[[Phase], None] | None = None,
 ) -> PipelineResult:
     """Collect the grid, judge it automatically, export it for the human, rank it.
 
@@ -76,17 +79,22 @@ def run_pipeline(
     and left out of judging; the other phases still run.
 
     The human judge's file is blind unless `reveal`; scores already in it are carried over
-    (a file that cannot be is refused before any work).
+    (a file that cannot be is refused before any work). `on_phase` hears each phase start.
 
     Raises:
         TipbenchError: bad input, or a store that cannot be used.
     """
+    started = on_phase or (lambda phase: None)
     export_path = export_path or default_export_path(config.experiment)
     previous_judge_file(export_path, config.experiment)  # refuse early, not after the work
+    started("collect")
     collected = collect(config, tracking_uri=tracking_uri, progress=collect_progress)
     store = TrackingStore(collected.tracking_uri)
+    started("judge")
     judged = judge_grid(store, config, judge_model, progress=judge_progress)
+    started("export")
     exported = export_pending(store, config.experiment, export_path, reveal=reveal)
+    started("compare")
     ranking = rank(
         store, config.experiment, min_scenarios=min_scenarios, plot=plot, suite=config.suite
     )
