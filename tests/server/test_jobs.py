@@ -21,7 +21,17 @@ from fastapi.testclient import TestClient
 from mlflow import MlflowClient
 
 from support.servers import free_port
+from tipbench._progress_events import (
+    ErrorReported,
+    Finished,
+    PhaseStarted,
+    ProgressEvent,
+    TotalKnown,
+    read_event,
+)
 from tipbench.server import create_app
+from tipbench.server._job_log import progress_after
+from tipbench.server._jobs import Progress
 from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
@@ -105,8 +115,14 @@ def cell_runs(uri: str, experiment: str) -> list[str]:
     return sorted(run.info.run_name for run in runs)
 
 
+def events_of(home: Path, job_id: str) -> list[ProgressEvent]:
+    """The progress events the job's runs wrote, every attempt's."""
+    lines = (home / "jobs" / f"{job_id}.events.jsonl").read_text().splitlines()
+    return [read_event(line) for line in lines]
+
+
 def test_a_job_runs_the_pipeline_while_the_next_one_waits_its_turn(
-    tracking_uri: str, experiment: str
+    tracking_uri: str, experiment: str, tipbench_home: Path
 ) -> None:
     unreachable = f"http://127.0.0.1:{free_port()}"
     with TestClient(create_app(), headers=AUTH) as client:
@@ -124,6 +140,17 @@ def test_a_job_runs_the_pipeline_while_the_next_one_waits_its_turn(
     assert done["judged"] == done["judge_total"] == 2
     assert {job["phase"] for job in seen if job["state"] == "running"} & {"collect", "judge"}
     assert cell_runs(tracking_uri, experiment) == ["llamacpp:smollm2-135m|v1|student-morning"]
+    # what the API shows is the run's progress events folded, in the pipeline's order
+    events = events_of(tipbench_home, first)
+    progress = Progress(cells_total=1)
+    for event in events:
+        progress = progress_after(progress, event)
+    shown = {key: done[key] for key in ("phase", "cells_done", "cells_total", "judged")}
+    assert shown == {"phase": "report", "cells_done": 1, "cells_total": 1, "judged": 2}
+    assert progress == Progress("report", 1, 1, 2, 2)
+    phases = [event.phase for event in events if isinstance(event, PhaseStarted)]
+    assert phases == ["collect", "judge", "export", "compare", "report"]
+    assert events[-1] == Finished(exit_code=0)
     text = log(client, first)
     assert "[1/1] llamacpp:smollm2-135m|v1|student-morning ok" in text
     assert "== leaderboard" in text and TOKEN not in text
@@ -133,10 +160,15 @@ def test_a_job_runs_the_pipeline_while_the_next_one_waits_its_turn(
     assert failed["started_at"] >= done["finished_at"]  # one job at a time
     tail = client.get(f"/api/bench/jobs/{failing}/log", params={"tail": 1}).text
     assert tail == failed["error"] + "\n"
+    assert events_of(tipbench_home, failing) == [
+        PhaseStarted(phase="collect"),
+        ErrorReported(message=failed["error"]),
+        Finished(exit_code=2),
+    ]
 
 
 def test_cancel_stop_and_resume_finish_the_grid_without_duplicates(
-    tracking_uri: str, experiment: str
+    tracking_uri: str, experiment: str, tipbench_home: Path
 ) -> None:
     with TestClient(create_app(), headers=AUTH) as client:
         job_id = start(client, grid(experiment, n_scenarios=2))
@@ -163,6 +195,13 @@ def test_cancel_stop_and_resume_finish_the_grid_without_duplicates(
 
     assert done["state"] == "succeeded" and done["attempts"] == 3, done
     assert re.search(r"resuming: [12] of 2 cells already recorded", text)
+    # every attempt appends its events; the last one's, resumed, are the progress shown
+    events = events_of(tipbench_home, job_id)
+    exits = [event.exit_code for event in events if isinstance(event, Finished)]
+    assert exits[0] == 130 and exits[-1] == 0  # the second may die before it can say
+    counts = [event for event in events if isinstance(event, TotalKnown)]
+    assert counts[-2].unit == "cells" and counts[-2].done >= 1
+    assert done["cells_done"] == done["cells_total"] == 2
     assert cell_runs(tracking_uri, experiment) == [
         "llamacpp:smollm2-135m|v1|student-evening",
         "llamacpp:smollm2-135m|v1|student-morning",

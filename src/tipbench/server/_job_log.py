@@ -1,99 +1,124 @@
-"""A job's log: followed as it grows for progress, read back for the API.
+"""A job's log and its progress events: followed as they grow, read back for the API.
 
-`tipbench run` writes plain progress lines when stderr is not a terminal:
-
-    resuming: 6 of 24 cells already recorded
-    [7/24] llamacpp:smollm2-135m|v1|student-morning ok
-    resuming: 2 of 40 candidates already judged
-    [5/40] llamacpp:smollm2-135m|v1|student-morning c2 ok
-
-then its report (`== collect`, …) on stdout, and `error: …` on a bad input.
+`tipbench run` writes two files. Its log (`<id>.log`) is for people: progress lines, its
+report, `error: …` on a bad input. Its progress events (`<id>.events.jsonl`, the file
+`TIPBENCH_PROGRESS_EVENTS` names; see `tipbench._progress_events`) are for the runner: the
+job's progress comes from them alone, so rewording the log changes nothing here. Both grow
+by one section per attempt; each attempt is followed from where the file ended when it
+started. The log's last line only names what went wrong when a run crashed without saying.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections import deque
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
+from tipbench._progress_events import (
+    ErrorReported,
+    PhaseStarted,
+    ProgressEvent,
+    ProgressEventError,
+    StepDone,
+    TotalKnown,
+    read_event,
+)
 from tipbench._redact import redact_text
 from tipbench.server._jobs import Progress
 
-_STEP = re.compile(r"^\[(\d+)/(\d+)\] \S+( c\d+)?")
-_RESUMING = re.compile(r"^resuming: (\d+) of (\d+) (cells|candidates) ")
-_ERROR = re.compile(r"^(error|Error|\w+Error): ")
-_CELL_FAILED = re.compile(r"^\s*failed: |\] \S+ FAILED: ")
 MAX_ERROR_CHARS = 500
 MAX_LOG_BYTES = 4 * 1024 * 1024
 
 
-class LogFollower:
-    """Reads the lines appended to a log since the last call and tracks the job's progress."""
+class _Appended:
+    """The whole lines appended to a file since the last read."""
 
-    def __init__(self, path: Path, progress: Progress, offset: int = 0) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.progress = progress
-        self.offset = offset
-        self.recent: deque[str] = deque(maxlen=200)  # this attempt's last lines
+        try:
+            self.offset = path.stat().st_size  # what earlier attempts wrote is not followed
+        except FileNotFoundError:
+            self.offset = 0
         self._partial = ""
 
-    def poll(self) -> bool:
-        """Read what was appended; whether the progress changed."""
+    def lines(self) -> list[str]:
         try:
-            with self.path.open("rb") as log:
-                log.seek(self.offset)
-                chunk = log.read()
+            with self.path.open("rb") as file:
+                file.seek(self.offset)
+                chunk = file.read()
         except OSError:
-            return False
+            return []
         self.offset += len(chunk)
         lines = (self._partial + chunk.decode("utf-8", errors="replace")).split("\n")
         self._partial = lines.pop()
+        return [line.rstrip("\r") for line in lines]
+
+    def rest(self) -> str:
+        """The last line, which has no newline (the writer has ended)."""
+        rest, self._partial = self._partial, ""
+        return rest
+
+
+class JobFollower:
+    """Follows one attempt of a job: its progress from the events, and the last line of
+    its log. Create it before the attempt's process starts."""
+
+    def __init__(self, log_path: Path, events_path: Path, progress: Progress) -> None:
+        self.progress = progress
+        self.error: str | None = None  # the attempt's one-line error, if it wrote one
+        self.failed: str | None = None  # the last cell or candidate that failed
+        self.last_line = ""  # the log's last non-empty line
+        self._log = _Appended(log_path)
+        self._events = _Appended(events_path)
+
+    def poll(self) -> bool:
+        """Read what was appended; whether the progress changed."""
         before = self.progress
-        for line in lines:
-            self.feed(line.rstrip("\r"))
+        for line in self._events.lines():
+            self._take(line)
+        self._log_lines(self._log.lines())
         return self.progress != before
 
-    def feed(self, line: str) -> None:
-        if line.strip():
-            self.recent.append(line)
-        self.progress = progress_after(self.progress, line)
-
     def error_line(self, exit_code: int) -> str:
-        """What went wrong, in one line: the `error: …` line, else a failed cell, else the
-        last line the run wrote."""
-        if self._partial.strip():
-            self.feed(self._partial)
-            self._partial = ""
-        lines = list(self.recent)
-        for pattern in (_ERROR, _CELL_FAILED):
-            found = [line for line in lines if pattern.search(line)]
-            if found:
-                return found[-1].strip()[:MAX_ERROR_CHARS]
+        """What went wrong, in one line: the run's error event, else its last failed cell or
+        candidate, else the signal that killed it, else the last line of its log."""
+        self.poll()
+        self._take(self._events.rest())
+        self._log_lines([self._log.rest()])
+        if self.error or self.failed:
+            return (self.error or self.failed or "")[:MAX_ERROR_CHARS]
         if exit_code < 0:
             return f"killed by signal {-exit_code}"
-        last = lines[-1].strip() if lines else ""
-        return (last or f"tipbench run exited with code {exit_code}")[:MAX_ERROR_CHARS]
+        return (self.last_line or f"tipbench run exited with code {exit_code}")[:MAX_ERROR_CHARS]
+
+    def _take(self, line: str) -> None:
+        if not line.strip():
+            return
+        try:
+            event = read_event(line)
+        except ProgressEventError:
+            return  # not this format (another tipbench wrote it): it tells us nothing
+        self.progress = progress_after(self.progress, event)
+        if isinstance(event, ErrorReported):
+            self.error = event.message.strip()
+        elif isinstance(event, StepDone) and event.error is not None:
+            self.failed = f"failed: {event.item}: {event.error}"
+
+    def _log_lines(self, lines: list[str]) -> None:
+        for line in lines:
+            if line.strip():
+                self.last_line = line.strip()
 
 
-def progress_after(progress: Progress, line: str) -> Progress:
-    """The progress once `line` of the log has been written."""
-    if step := _STEP.match(line):
-        done, total = int(step.group(1)), int(step.group(2))
-        if step.group(3) or progress.phase == "judge":  # a candidate: `cell cN`
-            return replace(progress, phase="judge", judged=done, judge_total=total)
-        return replace(progress, phase="collect", cells_done=done, cells_total=total)
-    if resuming := _RESUMING.match(line):
-        done, total = int(resuming.group(1)), int(resuming.group(2))
-        if resuming.group(3) == "candidates":
-            return replace(progress, phase="judge", judged=done, judge_total=total)
-        return replace(progress, phase="collect", cells_done=done, cells_total=total)
-    if line.startswith("downloading the candidates"):
-        return replace(progress, phase="judge")
-    if line.startswith("== "):
-        return replace(progress, phase="report")
+def progress_after(progress: Progress, event: ProgressEvent) -> Progress:
+    """The progress once `event` happened."""
+    if isinstance(event, PhaseStarted):
+        return replace(progress, phase=event.phase)
+    if isinstance(event, TotalKnown | StepDone):
+        if event.unit == "cells":
+            return replace(progress, cells_done=event.done, cells_total=event.total)
+        return replace(progress, judged=event.done, judge_total=event.total)
     return progress
 
 

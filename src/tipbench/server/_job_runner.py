@@ -1,7 +1,8 @@
 """The job runner: one `tipbench run` subprocess at a time (one model resident), FIFO.
 
 Each job runs as `python -m tipbench.cli run …` in its own process group, with stdout and
-stderr appended to `$TIPBENCH_HOME/jobs/<id>.log`; the runner follows that log for progress.
+stderr appended to `$TIPBENCH_HOME/jobs/<id>.log` (for people) and its progress events to
+`<id>.events.jsonl` (`TIPBENCH_PROGRESS_EVENTS`), which the runner follows for progress.
 Cancelling sends SIGTERM to the group (the pipeline stops as on Ctrl-C, unloading its
 model and writing what it finished), then SIGKILL after a grace period. When the runner
 stops with the server, the running job is stopped the same way and marked `interrupted`;
@@ -23,9 +24,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tipbench._progress_events import EVENTS_VARIABLE
 from tipbench._redact import has_credentials, redact_text
 from tipbench.pipeline import RunRequest
-from tipbench.server._job_log import LogFollower, open_log, read_log
+from tipbench.server._job_log import JobFollower, open_log, read_log
 from tipbench.server._jobs import Job, JobConflict, JobState, JobStore, now
 
 INTERRUPTED = "the server stopped while this job ran; resume it to finish"
@@ -159,10 +161,11 @@ class JobRunner:
             field = ".".join(str(part) for part in first["loc"])
             return "failed", None, f"the job's config is no longer valid: {field}: {first['msg']}"
         command, env = self._command(request)
+        env[EVENTS_VARIABLE] = str(job.events_path)
         with open_log(job.log_path) as log:
             log.write(f"--- {now()} attempt {job.attempts}: {_quoted(command)}\n".encode())
             log.flush()
-            follower = LogFollower(job.log_path, job.progress, offset=log.tell())
+            follower = JobFollower(job.log_path, job.events_path, job.progress)
             process = subprocess.Popen(
                 [sys.executable, "-m", "tipbench.cli", *command],
                 stdin=subprocess.DEVNULL,

@@ -113,6 +113,11 @@ class Job:
     def experiment(self) -> str:
         return str(self.config.get("experiment", ""))
 
+    @property
+    def events_path(self) -> Path:
+        """Where its runs write their progress events: beside the log, `<id>.events.jsonl`."""
+        return self.log_path.with_suffix(".events.jsonl")
+
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
