@@ -18,6 +18,7 @@ from mlflow import MlflowClient
 from support.airflow_home import AirflowHome
 from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import MlflowServer
+from tipbench._progress_events import StepDone, event_line
 from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
@@ -62,7 +63,8 @@ def test_embedded_model_into_an_mlflow_server(
         "compare": "success",
     }
     assert run.xcoms["collect[0]"]["model_loads"] == 1
-    assert "[1/1] llamacpp:smollm2-135m|v1|student-morning ok" in run.output  # the task log
+    step = StepDone(unit="cells", done=1, total=1, item="llamacpp:smollm2-135m|v1|student-morning")
+    assert event_line(step) in run.output  # the task log: progress events, as `tipbench run`'s
     (cell,) = cell_runs(mlflow_server.url, experiment)
     assert cell.info.run_name == "llamacpp:smollm2-135m|v1|student-morning"  # type: ignore[attr-defined]
     assert "auto_composite" in cell.data.metrics  # type: ignore[attr-defined]

@@ -1,5 +1,9 @@
 """What each task of the DAGs does: plain functions over tipbench's library, no Airflow.
 
+A task's log carries its progress as progress events (`tipbench._progress_events`), as
+`tipbench run` reports it to the job runner: the phase it starts, its count and each
+finished cell or candidate.
+
 Every function takes and returns JSON-able values (they travel as XComs) and is safe to run
 again: collect and the automatic judge resume by cell key and by run, export rewrites the
 same file, and compare and the promotion gate record a new run each time.
@@ -12,12 +16,14 @@ import re
 from typing import Any
 
 from tipbench._errors import ConfigError, TipbenchError
+from tipbench._progress_events import ProgressEvents, StepCounter, Unit
 from tipbench._redact import redact_uri
 from tipbench.collect import CellOutcome, CollectConfig, collect, preflight
 from tipbench.orchestration._conf import BenchConf, read_conf
 from tipbench.tracking import TrackingStore, resolve_tracking_uri
 
 logger = logging.getLogger("tipbench.orchestration")
+_EVENTS = ProgressEvents.to_logger(logger)  # a task's progress, as `tipbench run` reports it
 
 
 class PhaseFailed(TipbenchError):
@@ -63,7 +69,8 @@ def collect_model(conf: dict[str, Any], model: str, tracking_uri: str) -> dict[s
         PhaseFailed: if a cell failed or was not written (a retry resumes by cell key).
     """
     config = _grid(conf).model_copy(update={"models": [model]})
-    result = collect(config, tracking_uri=tracking_uri, progress=_CellLog(model))
+    _EVENTS.phase("collect")
+    result = collect(config, tracking_uri=tracking_uri, progress=_CellLog())
     logger.info(
         "%s: %d cells, %d already recorded, %d collected, %d failed, loads %s",
         model, result.total, result.skipped, result.succeeded, len(result.failed),
@@ -91,6 +98,7 @@ def judge_auto(conf: dict[str, Any], tracking_uri: str) -> dict[str, Any]:
     from tipbench.pipeline import judge_grid
 
     bench = BenchConf.model_validate(conf)
+    _EVENTS.phase("judge")
     result = judge_grid(
         TrackingStore(tracking_uri),
         bench.collect_config(),
@@ -116,6 +124,7 @@ def export_for_judge(conf: dict[str, Any], tracking_uri: str) -> str:
 
     experiment = str(conf["experiment"])
     path = default_export_path(experiment)
+    _EVENTS.phase("export")
     result = export_pending(TrackingStore(tracking_uri), experiment, path)
     logger.info("%d runs (%d candidates) wait for the human judge in %s", result.runs,
                 result.candidates, result.path)  # fmt: skip
@@ -127,6 +136,7 @@ def compare(experiment: str, tracking_uri: str) -> str | None:
     from tipbench.compare import to_markdown
     from tipbench.pipeline import rank
 
+    _EVENTS.phase("compare")
     ranking = rank(TrackingStore(tracking_uri), experiment)
     logger.info("leaderboards of %s:\n%s", experiment, to_markdown(ranking.boards))
     if ranking.warning:
@@ -167,55 +177,41 @@ def _judge_model(conf: BenchConf) -> str:
     return conf.judge_model or DEFAULT_JUDGE_MODEL
 
 
-class _CellLog:
-    """A `CollectProgress` that writes one line per cell to the task log."""
+class _TaskProgress:
+    """A task's progress in its log: counts and finished steps as progress events (JSON
+    lines, the format `tipbench run` writes for the job runner), notes as text."""
 
-    def __init__(self, model: str) -> None:
-        self.model = model
-        self.done = self.total = 0
+    def __init__(self, unit: Unit) -> None:
+        self.steps = StepCounter(unit, _EVENTS)
 
     def begin(self, total: int, done: int) -> None:
-        self.total, self.done = total, done
-        logger.info("%s: %d cells, %d already recorded", self.model, total, done)
+        self.steps.begin(total, done)
 
     def start(self, label: str) -> None:
-        pass  # the task log has a line per finished cell; nothing to redraw
-
-    def advance(self, outcome: CellOutcome) -> None:
-        self.done += 1
-        status = "ok" if outcome.ok else f"FAILED: {outcome.error}"
-        cached = " (cached)" if outcome.cached else ""
-        logger.info("[%d/%d] %s %s%s", self.done, self.total, outcome.cell.name, status, cached)
+        pass  # the task log has a line per finished step; nothing to redraw
 
     def note(self, message: str) -> None:
         logger.info("%s", message)
 
 
-class _JudgeLog:
-    """An `AutoJudgeProgress` that writes one line per judged candidate to the task log."""
+class _CellLog(_TaskProgress):
+    """A `CollectProgress`: one event per cell."""
 
     def __init__(self) -> None:
-        self.done = self.total = 0
+        super().__init__("cells")
 
-    def begin(self, total: int, done: int) -> None:
-        self.total, self.done = total, done
-        logger.info("judge: %d candidates, %d already judged", total, done)
+    def advance(self, outcome: CellOutcome) -> None:
+        self.steps.step(outcome.cell.name, outcome.error)
 
-    def start(self, label: str) -> None:
-        pass  # the task log has a line per judged candidate; nothing to redraw
+
+class _JudgeLog(_TaskProgress):
+    """An `AutoJudgeProgress`: one event per judged candidate."""
+
+    def __init__(self) -> None:
+        super().__init__("candidates")
 
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None:
-        self.done += count
-        logger.info(
-            "[%d/%d] %s %s",
-            self.done,
-            self.total,
-            label,
-            "ok" if error is None else f"FAILED: {error}",
-        )
-
-    def note(self, message: str) -> None:
-        logger.info("%s", message)
+        self.steps.step(label, error, count)
 
 
 def judged_requests(params: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
