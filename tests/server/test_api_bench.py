@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from support.cli import tipbench
 from support.judged_runs import JudgedCell, uniform, write_cells
+from tipbench.compare import LEGEND
 from tipbench.server import _api_bench, create_app
 from tipbench.tracking import TrackingStore
 
@@ -55,6 +56,33 @@ def test_leaderboard_equals_compare_json(seeded: str) -> None:
         )  # fmt: skip
         assert cli.returncode == 0, cli.stderr
         assert without_time(api.json()) == without_time(json.loads(cli.stdout))
+
+
+def test_leaderboard_view_shows_what_compare_prints(seeded: str) -> None:
+    """The panel's view: the cells, notes and colours of `tipbench compare`, per tier."""
+    client = TestClient(create_app())
+    views = client.get("/api/bench/leaderboard/tip-bench-api/view?tier=both", headers=AUTH)
+    assert views.status_code == 200
+    cli = tipbench(
+        "compare", "--experiment", "tip-bench-api", "--format", "md", "--no-log",
+        "--tracking-uri", seeded,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    sections = cli.stdout.split("## Leaderboard: ")[1:]
+    assert list(views.json()) == ["human", "auto"]
+    for view, section in zip(views.json().values(), sections, strict=True):
+        table = [line for line in section.splitlines() if line.startswith("| ")][2:]
+        printed = [[_plain(cell) for cell in line[2:-2].split(" | ")] for line in table]
+        assert [row["cells"] for row in view["rows"]] == printed
+        assert all(note in section for note in view["notes"])
+        assert [row["kind"] for row in view["rows"]] == ["leader", "ranked"]
+        assert [row["bar"]["colour"] for row in view["rows"]] == [LEGEND[0][0], LEGEND[2][0]]
+    assert views.json()["auto"]["calibration"][0]["text"] in sections[1]
+
+
+def _plain(markdown_cell: str) -> str:
+    """A Markdown table cell as text: without its `code` or **bold** marks."""
+    return markdown_cell.strip().removeprefix("**").removesuffix("**").strip("`")
 
 
 def test_experiments_and_runs(seeded: str) -> None:

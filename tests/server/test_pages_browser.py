@@ -231,6 +231,10 @@ def test_bench_panel_shows_each_tiers_leaderboard_as_table_and_chart(
     assert colours[0] == "#d9822b" and colours[3] == "#c8c8c8"  # leader orange, unranked grey
     widths = [float(bars.nth(i).get_attribute("width") or 0) for i in range(3)]
     assert widths == sorted(widths, reverse=True)  # ranked bars shrink with the mean
+    expect(human).to_contain_text("Cells judged on fewer than 3 scenarios are not ranked.")
+    legend = page.locator("#leaderboard .legend")
+    expect(legend).to_contain_text("not significantly behind the leader")
+    assert legend.locator("rect").first.get_attribute("fill") == colours[0]
     expect(page.get_by_role("link", name="Judge its pending candidates")).to_have_attribute(
         "href", f"/judge/{experiment}"
     )

@@ -2,7 +2,8 @@
 
 `leaderboard_for` reads an experiment's judged cell runs in one search and ranks them
 (`build_leaderboard` does the same for runs already in hand); `render`, `table` and
-`plot_leaderboards` show the result, `log_leaderboard` records it in MLflow.
+`plot_leaderboards` show the result, `leaderboard_view` formats it for the web panel,
+`log_leaderboard` records it in MLflow.
 """
 
 from tipbench.compare._build import build_leaderboard, leaderboard_for, leaderboards_for
@@ -39,6 +40,7 @@ from tipbench.compare._stats import (
     tied,
     verdict,
 )
+from tipbench.compare._view import LEGEND, LeaderboardView, leaderboard_view
 
 __all__ = [
     "ALPHA",
@@ -48,10 +50,12 @@ __all__ = [
     "EXACT_MAX_PAIRS",
     "FORMATS",
     "KIND_LEADERBOARD",
+    "LEGEND",
     "PLOT_FILE",
     "Format",
     "Leaderboard",
     "LeaderboardRow",
+    "LeaderboardView",
     "PairedComparison",
     "Status",
     "Verdict",
@@ -59,6 +63,7 @@ __all__ = [
     "build_leaderboard",
     "empty_message",
     "leaderboard_for",
+    "leaderboard_view",
     "leaderboard_warnings",
     "leaderboards_for",
     "log_leaderboard",

@@ -11,19 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tipbench.compare._leaderboard import Leaderboard, LeaderboardRow
+from tipbench.compare._leaderboard import Leaderboard
+from tipbench.compare._view import LEGEND, axis_label, chart_label, row_colour, upper_limit
 from tipbench.suite import COMPOSITE_RANGE
 
-_LEADER = "#d9822b"
-_TIED = "#f2c18f"
-_RANKED = "#2f6f9f"
-_UNRANKED = "#c8c8c8"
-_LEGEND = (
-    (_LEADER, "leader"),
-    (_TIED, "not significantly behind the leader (p ≥ 0.05)"),
-    (_RANKED, "behind the leader"),
-    (_UNRANKED, "too little judged data, not ranked"),
-)
 _ROW_INCHES = 0.42
 
 
@@ -45,11 +36,11 @@ def plot_leaderboards(boards: Sequence[Leaderboard], path: Path) -> Path:
     figure, axes = plt.subplots(
         1, len(boards), figsize=(8.0 * len(boards), height), squeeze=False, layout="constrained"
     )
-    high = max(_upper_limit(board) for board in boards)  # one scale for every panel
+    high = max(upper_limit(board) for board in boards)  # one scale for every panel
     for axis, board in zip(axes[0], boards, strict=True):
         _panel(axis, board, high)
     figure.legend(
-        handles=[Patch(color=colour, label=label) for colour, label in _LEGEND],
+        handles=[Patch(color=colour, label=label) for colour, label in LEGEND],
         loc="outside lower center",
         ncols=2 if len(boards) == 1 else 4,
         frameon=False,
@@ -58,20 +49,6 @@ def plot_leaderboards(boards: Sequence[Leaderboard], path: Path) -> Path:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
-
-
-def _upper_limit(board: Leaderboard) -> float:
-    """17, or just above the data: bars start at the rubric's floor either way."""
-    top = [v for row in board.rows for v in (row.ci_high, row.composite) if not math.isnan(v)]
-    return min(COMPOSITE_RANGE[1], math.floor(max(top, default=COMPOSITE_RANGE[1])) + 1.0)
-
-
-def _colour(row: LeaderboardRow) -> str:
-    if not row.ranked:
-        return _UNRANKED
-    if row.rank == 1:
-        return _LEADER
-    return _TIED if row.tied_with_leader else _RANKED
 
 
 def _panel(axis: Any, board: Leaderboard, high: float) -> None:
@@ -88,16 +65,14 @@ def _panel(axis: Any, board: Leaderboard, high: float) -> None:
     low = COMPOSITE_RANGE[0]  # bars that start above the floor would exaggerate
     labels, means, errors, colours = [], [], [], []
     for row in board.rows:
-        rank = f"{row.rank}." if row.ranked else "–"
-        suffix = "" if row.ranked else f"  ({row.n_scenarios} scen.)"
-        labels.append(f"{rank} {row.model} · {row.prompt_version}{suffix}")
+        labels.append(chart_label(row))
         means.append(row.composite)
         errors.append(
             (row.composite - row.ci_low, row.ci_high - row.composite)
             if not math.isnan(row.ci_low)
             else (0.0, 0.0)
         )
-        colours.append(_colour(row))
+        colours.append(row_colour(row))
     positions = list(range(len(board.rows)))
     axis.barh(
         positions,
@@ -123,10 +98,7 @@ def _panel(axis: Any, board: Leaderboard, high: float) -> None:
             tick.set_color("#888888")
     axis.invert_yaxis()  # rank 1 on top
     axis.set_xlim(low, high + (high - low) * 0.08)  # room for the value labels
-    axis.set_xlabel(
-        f"mean composite ({COMPOSITE_RANGE[0]:g}–{COMPOSITE_RANGE[1]:g}), "
-        f"{board.confidence:.0%} bootstrap CI"
-    )
+    axis.set_xlabel(axis_label(board))
     axis.grid(axis="x", color="#e5e5e5", linewidth=0.8)
     axis.set_axisbelow(True)
     for side in ("top", "right"):

@@ -28,7 +28,7 @@ from tipbench.compare._stats import pairs_needed
 Format = Literal["table", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("table", "json", "csv", "md")
 
-_HEADINGS = {
+HEADINGS = {
     "composite": "composite",
     "relevance": "relev.",
     "actionability": "action.",
@@ -45,7 +45,7 @@ CSV_FIELDS = (
 _CSV_P_VALUES = ("vs_leader_p_value", "vs_leader_min_p_value")
 
 
-def _fixed(value: float | None, digits: int = 2, signed: bool = False) -> str:
+def fixed(value: float | None, digits: int = 2, signed: bool = False) -> str:
     if value is None or math.isnan(value):
         return "–"
     text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
@@ -63,14 +63,14 @@ def _cannot_reach_alpha(row: LeaderboardRow) -> bool:
     return vs is not None and vs.n_pairs > 0 and not vs.min_p_value < ALPHA
 
 
-def _interval(low: float, high: float, signed: bool = False) -> str:
-    return f"[{_fixed(low, signed=signed)}, {_fixed(high, signed=signed)}]"
+def interval(low: float, high: float, signed: bool = False) -> str:
+    return f"[{fixed(low, signed=signed)}, {fixed(high, signed=signed)}]"
 
 
 _MARKS = {"not different": " ≈", "inconclusive": " ?", "different": ""}
 
 
-def _versus(row: LeaderboardRow, with_interval: bool = True) -> tuple[str, str]:
+def versus_leader(row: LeaderboardRow, with_interval: bool = True) -> tuple[str, str]:
     """The comparison with the leader: `(difference [interval] mark, p-value)` for display."""
     if row.rank == 1:
         return "leader", ""
@@ -79,9 +79,9 @@ def _versus(row: LeaderboardRow, with_interval: bool = True) -> tuple[str, str]:
         return "", ""
     if vs.n_pairs == 0:
         return "no shared scenarios", ""
-    text = _fixed(vs.mean_diff, signed=True)
+    text = fixed(vs.mean_diff, signed=True)
     if with_interval:
-        text += f" {_interval(vs.ci_low, vs.ci_high, signed=True)}"
+        text += f" {interval(vs.ci_low, vs.ci_high, signed=True)}"
     text += _MARKS[row.verdict or "inconclusive"]
     return text, _p(vs.p_value) + ("*" if _cannot_reach_alpha(row) else "")
 
@@ -93,7 +93,9 @@ def _title(board: Leaderboard) -> str:
     )
 
 
-def _notes(board: Leaderboard) -> list[str]:
+def board_notes(board: Leaderboard, *, calibration: bool = True) -> list[str]:
+    """What a reader of the leaderboard needs to know, one note a line (the automatic
+    tier's judge calibration last, unless `calibration` is False)."""
     percent = f"{board.confidence:.0%}"
     notes = [
         f"Means over scenarios (each weighs the same); {percent} bootstrap intervals. "
@@ -104,7 +106,8 @@ def _notes(board: Leaderboard) -> list[str]:
     notes.extend(f"* {warning}" for warning in leaderboard_warnings(board))
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
-    notes += [status.describe() for status in board.calibration]
+    if calibration:
+        notes += [status.describe() for status in board.calibration]
     return notes
 
 
@@ -197,7 +200,7 @@ def _build_table(board: Leaderboard, layout: _Layout) -> Table:
     headings = [
         "composite" if not layout.short_names else "comp.",
         f"{board.confidence:.0%} CI",
-        *(_HEADINGS[c] for c in layout.criteria),
+        *(HEADINGS[c] for c in layout.criteria),
         *(["scen."] if layout.scenarios else []),
         *(["cand."] if layout.candidates else []),
         "Δ vs leader [CI]" if layout.diff_interval else "Δ vs leader",
@@ -206,14 +209,14 @@ def _build_table(board: Leaderboard, layout: _Layout) -> Table:
     for heading in headings:
         out.add_column(heading, justify="right", no_wrap=True)
     for row in board.rows:
-        versus, p_value = _versus(row, with_interval=layout.diff_interval)
+        versus, p_value = versus_leader(row, with_interval=layout.diff_interval)
         cells = [
             str(row.rank) if row.ranked else "–",
             name(row.model),
             name(row.prompt_version),
-            _fixed(row.composite),
-            _interval(row.ci_low, row.ci_high),
-            *(_fixed(row.mean(column)) for column in layout.criteria),
+            fixed(row.composite),
+            interval(row.ci_low, row.ci_high),
+            *(fixed(row.mean(column)) for column in layout.criteria),
             *([str(row.n_scenarios)] if layout.scenarios else []),
             *([str(row.n_candidates)] if layout.candidates else []),
             versus if row.ranked else "not ranked",
@@ -247,8 +250,7 @@ def table(board: Leaderboard, width: int | None = None) -> Group:
             if _natural_width(chosen) <= width:
                 break
         chosen.min_width = min(chosen.min_width or 0, width)
-    notes = Text("\n".join(_notes(board)), style="dim")
-    return Group(chosen, notes, Text(""))
+    return Group(chosen, Text("\n".join(board_notes(board)), style="dim"), Text(""))
 
 
 def to_json(boards: Sequence[Leaderboard]) -> str:
@@ -307,20 +309,20 @@ def to_markdown(boards: Sequence[Leaderboard]) -> str:
             parts.append(f"{empty_message(board)}\n")
             continue
         header = ["#", "model", "prompt", "composite", f"{board.confidence:.0%} CI",
-                  *(_HEADINGS[c] for c in COLUMNS[1:]), "scenarios", "candidates",
+                  *(HEADINGS[c] for c in COLUMNS[1:]), "scenarios", "candidates",
                   "Δ vs leader [CI]", "p"]  # fmt: skip
         align = ["---:", "---", "---", "---:", "---:", *["---:"] * (len(COLUMNS) - 1),
                  "---:", "---:", "---:", "---:"]  # fmt: skip
         lines = [f"| {' | '.join(header)} |", f"| {' | '.join(align)} |"]
         for row in board.rows:
-            versus, p_value = _versus(row)
+            versus, p_value = versus_leader(row)
             cells = [
                 str(row.rank) if row.ranked else "–",
                 f"`{row.model}`",
                 f"`{row.prompt_version}`",
-                f"**{_fixed(row.composite)}**" if row.rank == 1 else _fixed(row.composite),
-                _interval(row.ci_low, row.ci_high),
-                *(_fixed(row.mean(column)) for column in COLUMNS[1:]),
+                f"**{fixed(row.composite)}**" if row.rank == 1 else fixed(row.composite),
+                interval(row.ci_low, row.ci_high),
+                *(fixed(row.mean(column)) for column in COLUMNS[1:]),
                 str(row.n_scenarios),
                 str(row.n_candidates),
                 versus if row.ranked else f"_{row.status}_",
@@ -328,7 +330,7 @@ def to_markdown(boards: Sequence[Leaderboard]) -> str:
             ]
             lines.append(f"| {' | '.join(_md_cell(c) for c in cells)} |")
         parts.append("\n".join(lines) + "\n")
-        parts.append("\n".join(_notes(board)) + "\n")
+        parts.append("\n".join(board_notes(board)) + "\n")
     return "\n".join(parts)
 
 

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from tipbench._errors import TrackingError
-from tipbench.compare import DEFAULT_MIN_SCENARIOS, leaderboards_for, to_json
+from tipbench.compare import (
+    DEFAULT_MIN_SCENARIOS,
+    Leaderboard,
+    LeaderboardView,
+    leaderboard_view,
+    leaderboards_for,
+    to_json,
+)
 from tipbench.server._coalesce import Coalescer
 from tipbench.server._deps import ExperimentName, Store
-from tipbench.tracking import TIERS, Tier, metric_name, short_error
+from tipbench.tracking import TIERS, Tier, TrackingStore, metric_name, short_error
 
 router = APIRouter(prefix="/api/bench", tags=["bench"])
 
@@ -77,19 +84,41 @@ def list_runs(experiment: ExperimentName, store: Store) -> list[CellRunSummary]:
 
 
 _leaderboards = Coalescer()
+TierChoice = Literal["human", "auto", "both"]
+MinScenarios = Annotated[int, Query(ge=1, le=1000)]
+
+
+async def _boards(
+    store: TrackingStore, experiment: str, tier: TierChoice, min_scenarios: int
+) -> list[Leaderboard]:
+    """The experiment's leaderboards; concurrent requests for the same ones share a search."""
+    tiers: tuple[Tier, ...] = TIERS if tier == "both" else (tier,)
+    boards: list[Leaderboard] = await _leaderboards.run(
+        (store.uri, experiment, tiers, min_scenarios),
+        lambda: leaderboards_for(store, experiment, tiers, min_scenarios),
+    )
+    return boards
 
 
 @router.get("/leaderboard/{experiment}")
 async def leaderboard(
     experiment: ExperimentName,
     store: Store,
-    tier: Literal["human", "auto", "both"] = "both",
-    min_scenarios: int = Query(DEFAULT_MIN_SCENARIOS, ge=1, le=1000),
+    tier: TierChoice = "both",
+    min_scenarios: MinScenarios = DEFAULT_MIN_SCENARIOS,
 ) -> Any:
     """Exactly what `tipbench compare --format json` prints for the same options."""
-    tiers: tuple[Tier, ...] = TIERS if tier == "both" else (tier,)
+    return json.loads(to_json(await _boards(store, experiment, tier, min_scenarios)))
 
-    def compute() -> Any:
-        return json.loads(to_json(leaderboards_for(store, experiment, tiers, min_scenarios)))
 
-    return await _leaderboards.run((store.uri, experiment, tiers, min_scenarios), compute)
+@router.get("/leaderboard/{experiment}/view", response_model=dict[Tier, LeaderboardView])
+async def leaderboard_views(
+    experiment: ExperimentName,
+    store: Store,
+    tier: TierChoice = "both",
+    min_scenarios: MinScenarios = DEFAULT_MIN_SCENARIOS,
+) -> dict[Tier, LeaderboardView]:
+    """The same leaderboards as the bench panel shows them, keyed by tier: cells formatted,
+    notes worded and bar colours chosen as `tipbench compare` does."""
+    boards = await _boards(store, experiment, tier, min_scenarios)
+    return {board.tier: leaderboard_view(board) for board in boards}

@@ -20,6 +20,7 @@ from fastapi.templating import Jinja2Templates
 
 from tipbench._tokens import token_matches
 from tipbench.collect import CollectConfig
+from tipbench.compare import LEGEND
 from tipbench.server._api_judging import JUDGE_NAME_MAX
 from tipbench.server._auth import (
     Backoff,
@@ -32,7 +33,7 @@ from tipbench.server._auth import (
     start_session,
 )
 from tipbench.server._deps import ExperimentName, Settings
-from tipbench.suite import COMPOSITE_RANGE, CRITERIA, FLAGS
+from tipbench.suite import CRITERIA, FLAGS
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -160,7 +161,6 @@ def logout(request: Request) -> Response:
 @protected.get("/")
 def bench_panel(request: Request) -> Response:
     """Experiments, the run form, job progress and the leaderboard."""
-    low, high = COMPOSITE_RANGE
     defaults = CollectConfig()
     run_defaults = {
         "models": ",".join(defaults.models),
@@ -172,7 +172,7 @@ def bench_panel(request: Request) -> Response:
         "max_model_b": defaults.max_model_b,
         "ollama_url": defaults.ollama_url,
     }
-    context = {"run_defaults": run_defaults, "composite_low": low, "composite_high": high}
+    context = {"run_defaults": run_defaults, "legend": LEGEND}
     return _page(request, "bench.html", context)
 
 

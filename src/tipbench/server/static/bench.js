@@ -1,5 +1,6 @@
 // The bench panel: experiments, the run form, the job's live progress and the leaderboard
-// (table and SVG chart, the same figures as `tipbench compare --format json`).
+// (table and SVG chart of what `/api/bench/leaderboard/{experiment}/view` gives: the figures
+// of `tipbench compare`, formatted, worded and coloured by the server).
 "use strict";
 
 (() => {
@@ -7,20 +8,9 @@
   const $ = (id) => document.getElementById(id);
   const ACTIVE = new Set(["queued", "running"]);
   const POLL_MS = 1000;
-  const TIER_TITLES = { human: "Human judge", auto: "Automatic judge" };
   const board = $("leaderboard");
-  const COMPOSITE_LOW = Number(board.dataset.compositeLow);
-  const COMPOSITE_HIGH = Number(board.dataset.compositeHigh);
   const exp = (name) => encodeURIComponent(name);
 
-  // ---- formatting (as `tipbench compare` prints it) ------------------------------------
-  const fixed = (v, digits = 2, signed = false) => {
-    if (v === null || v === undefined || Number.isNaN(v)) return "–";
-    const text = v.toFixed(digits);
-    return (signed && v >= 0 ? "+" : "") + text.replace("-", "−");
-  };
-  const interval = (lo, hi, signed = false) => `[${fixed(lo, 2, signed)}, ${fixed(hi, 2, signed)}]`;
-  const pValue = (p) => (p === null || p === undefined ? "–" : p < 0.001 ? "<0.001" : p.toFixed(3));
   const when = (ms) =>
     ms ? new Date(ms).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "–";
 
@@ -72,111 +62,74 @@
   });
   $("leaderboard-experiment").addEventListener("change", (e) => showLeaderboard(e.target.value));
 
-  // ---- leaderboard: table and chart ----------------------------------------------------
+  // ---- leaderboard: table and chart, as the server formats them ----------------------
   async function showLeaderboard(name) {
     $("leaderboard-judge").href = `/judge/${exp(name)}`;
     $("leaderboard-judge").hidden = false;
-    let boards;
+    let views;
     try {
-      boards = await tipbench.get(`/api/bench/leaderboard/${exp(name)}?tier=both`);
+      views = await tipbench.get(`/api/bench/leaderboard/${exp(name)}/view?tier=both`);
       show($("leaderboard-error"), "");
     } catch (error) {
       show($("leaderboard-error"), `Could not load the leaderboard: ${error.message}`);
       return;
     }
-    $("leaderboard-tiers").replaceChildren(
-      ...Object.values(boards).map((tier) => renderTier(tier)),
-    );
+    $("leaderboard-tiers").replaceChildren(...Object.values(views).map((view) => renderTier(view)));
   }
 
-  function renderTier(tier) {
-    const ranked = tier.rows.filter((r) => r.rank !== null).length;
+  function renderTier(view) {
     const section = el(
       "section",
-      { class: "tier", "data-tier": tier.tier, "aria-label": `${TIER_TITLES[tier.tier]} leaderboard` },
-      el(
-        "h3",
-        {},
-        `${TIER_TITLES[tier.tier] || tier.tier} `,
-        el("span", { class: "muted" }, `· ${tier.n_runs} judged runs, ${ranked} of ${tier.rows.length} cells ranked`),
-      ),
+      { class: "tier", "data-tier": view.tier, "aria-label": `${view.title} leaderboard` },
+      el("h3", {}, `${view.title} `, el("span", { class: "muted" }, `· ${view.summary}`)),
     );
-    if (!tier.rows.length) {
+    if (!view.rows.length) {
       section.append(
         el(
           "p",
           { class: "muted" },
-          tier.tier === "human"
-            ? ["No runs judged by a human yet: ", el("a", { href: `/judge/${exp(tier.experiment)}` }, "judge them"), "."]
+          view.tier === "human"
+            ? ["No runs judged by a human yet: ", el("a", { href: `/judge/${exp(view.experiment)}` }, "judge them"), "."]
             : "No runs judged by the automatic judge yet.",
         ),
       );
       return section;
     }
-    section.append(el("div", { class: "table-scroll" }, renderTable(tier)), renderChart(tier));
-    const notes = [
-      `Means over scenarios (each weighs the same); ${Math.round(tier.confidence * 100)}% bootstrap intervals. ` +
-        "Δ = this cell − the leader, paired by scenario; ≈ not significantly behind (p ≥ 0.05).",
-    ];
-    if (ranked < tier.rows.length) {
-      notes.push(`Cells judged on fewer than ${tier.min_scenarios} scenarios are not ranked.`);
-    }
-    section.append(el("p", { class: "hint" }, notes.join(" ")));
+    section.append(
+      el("div", { class: "table-scroll" }, renderTable(view)),
+      renderChart(view),
+      el("p", { class: "hint" }, view.notes.join(" ")),
+    );
     // The automatic tier's judge calibration: whether its scores are evidence at all.
-    for (const status of tier.calibration || []) {
+    for (const status of view.calibration) {
       section.append(
-        el("p", { class: status.calibrated ? "hint calibration" : "calibration not-calibrated", role: "note" }, status.summary),
+        el("p", { class: status.calibrated ? "hint calibration" : "calibration not-calibrated", role: "note" }, status.text),
       );
     }
     return section;
   }
 
-  function versus(row) {
-    if (row.rank === 1) return ["leader", ""];
-    if (row.rank === null) return ["not ranked", ""];
-    const vs = row.vs_leader;
-    if (!vs) return ["", ""];
-    if (vs.n_pairs === 0) return ["no shared scenarios", ""];
-    const diff = `${fixed(vs.diff, 2, true)}${row.tied_with_leader ? " ≈" : ""}`;
-    const ci = el("span", { class: "ci" }, interval(vs.ci_low, vs.ci_high, true));
-    return [[diff, " ", ci], pValue(vs.p_value)];
-  }
-
-  function renderTable(tier) {
-    const pct = `${Math.round(tier.confidence * 100)}% CI`;
-    const headings = [
-      ["#", true], ["Model", false], ["Prompt", false], ["Composite", true], [pct, true],
-      ["Relevance", true], ["Action.", true], ["Tone", true], ["Format ok", true],
-      ["Overlong", true], ["Scen.", true], ["Cand.", true], ["Δ vs leader [CI]", true], ["p", true],
-    ];
-    const head = el("tr", {}, headings.map(([h, num]) => el("th", { scope: "col", class: num ? "num" : null }, h)));
-    const rows = tier.rows.map((row) => {
-      const [vs, p] = versus(row);
-      const num = (v) => el("td", { class: "num" }, v);
-      return el(
+  function renderTable(view) {
+    const head = el(
+      "tr",
+      {},
+      view.columns.map((c) => el("th", { scope: "col", class: c.numeric ? "num" : null }, c.heading)),
+    );
+    const rows = view.rows.map((row) =>
+      el(
         "tr",
-        { class: row.rank === 1 ? "leader" : row.rank === null ? "unranked" : null },
-        num(row.rank === null ? "–" : row.rank),
-        el("td", {}, row.model),
-        el("td", {}, row.prompt_version),
-        el("td", { class: "num" }, el("strong", {}, fixed(row.composite))),
-        num(interval(row.ci_low, row.ci_high)),
-        num(fixed(row.relevance)),
-        num(fixed(row.actionability)),
-        num(fixed(row.tone)),
-        num(fixed(row.format_ok)),
-        num(fixed(row.overlong)),
-        num(row.n_scenarios),
-        num(row.n_candidates),
-        el("td", { class: "num versus" }, vs),
-        num(p),
-      );
-    });
+        { class: row.kind },
+        row.cells.map((text, i) => {
+          const column = view.columns[i];
+          return el("td", { class: column.numeric ? "num" : null }, column.strong ? el("strong", {}, text) : text);
+        }),
+      ),
+    );
     return el("table", { class: "leaderboard-table" }, el("thead", {}, head), el("tbody", {}, rows));
   }
 
   // Horizontal bars of the mean composite from the rubric's floor, whiskers for the
-  // interval; colours as in `tipbench compare --plot`.
+  // interval; colours and texts as the server gives them (those of `tipbench compare --plot`).
   const SVG = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, ...children) {
     const node = document.createElementNS(SVG, tag);
@@ -184,24 +137,18 @@
     for (const child of children) node.append(child);
     return node;
   }
-  const colour = (row) =>
-    row.rank === null ? "#c8c8c8" : row.rank === 1 ? "#d9822b" : row.tied_with_leader ? "#f2c18f" : "#2f6f9f";
 
-  function renderChart(tier) {
-    const rows = tier.rows;
-    const labels = rows.map((r) => `${r.rank === null ? "–" : r.rank + "."} ${r.model} · ${r.prompt_version}`);
-    const labelWidth = Math.min(360, Math.max(140, 7.2 * Math.max(...labels.map((l) => l.length))));
+  function renderChart(view) {
+    const bars = view.rows.map((row) => row.bar);
+    const { title, axis, low, high } = view.chart;
+    const labelWidth = Math.min(360, Math.max(140, 7.2 * Math.max(...bars.map((b) => b.label.length))));
     const width = 900;
     const rowHeight = 30;
     const top = 8;
     const plotLeft = labelWidth + 12;
     const plotRight = width - 56;
-    const height = top + rows.length * rowHeight + 40;
-    const ends = rows.flatMap((r) => [r.ci_high, r.composite]).filter((v) => v !== null);
-    const low = COMPOSITE_LOW;
-    const high = Math.min(COMPOSITE_HIGH, Math.floor(Math.max(...ends, low)) + 1);
+    const height = top + bars.length * rowHeight + 40;
     const x = (v) => plotLeft + ((Math.min(Math.max(v, low), high) - low) / (high - low)) * (plotRight - plotLeft);
-    const title = `Mean composite per (model, prompt), ${TIER_TITLES[tier.tier] || tier.tier}`;
     const chart = svg("svg", {
       viewBox: `0 0 ${width} ${height}`,
       role: "img",
@@ -212,7 +159,7 @@
     });
     chart.append(svg("title", {}, title));
     const step = high - low > 8 ? 2 : 1;
-    const axisY = top + rows.length * rowHeight + 4;
+    const axisY = top + bars.length * rowHeight + 4;
     for (let t = Math.ceil(low); t <= high; t += step) {
       chart.append(
         svg("line", { x1: x(t), x2: x(t), y1: top, y2: axisY, stroke: "#e5e5e5" }),
@@ -224,29 +171,28 @@
       svg(
         "text",
         { x: (plotLeft + plotRight) / 2, y: axisY + 34, "text-anchor": "middle", fill: "#636c76", "font-size": "12" },
-        `mean composite (${low}–${COMPOSITE_HIGH}), ${Math.round(tier.confidence * 100)}% bootstrap CI`,
+        axis,
       ),
     );
-    rows.forEach((row, i) => {
+    bars.forEach((bar, i) => {
       const mid = top + i * rowHeight + rowHeight / 2;
-      const muted = row.rank === null;
       chart.append(
-        svg("text", { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: muted ? "#8c959f" : "#1f2328" }, labels[i]),
+        svg("text", { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: bar.muted ? "#8c959f" : "#1f2328" }, bar.label),
       );
-      if (row.composite === null) return;
-      const bar = svg("rect", {
+      if (bar.value === null) return;
+      const rect = svg("rect", {
         x: plotLeft,
         y: mid - 9,
-        width: Math.max(0, x(row.composite) - plotLeft),
+        width: Math.max(0, x(bar.value) - plotLeft),
         height: 18,
-        fill: colour(row),
+        fill: bar.colour,
         rx: 2,
       });
-      bar.append(svg("title", {}, `${labels[i]}: ${fixed(row.composite)} ${interval(row.ci_low, row.ci_high)}`));
-      chart.append(bar);
-      let labelX = x(row.composite);
-      if (row.ci_low !== null && row.ci_high !== null) {
-        const [a, b] = [x(row.ci_low), x(row.ci_high)];
+      rect.append(svg("title", {}, bar.tooltip));
+      chart.append(rect);
+      let labelX = x(bar.value);
+      if (bar.ci_low !== null && bar.ci_high !== null) {
+        const [a, b] = [x(bar.ci_low), x(bar.ci_high)];
         chart.append(
           svg("line", { x1: a, x2: b, y1: mid, y2: mid, stroke: "#333", "stroke-width": 1.3 }),
           svg("line", { x1: a, x2: a, y1: mid - 5, y2: mid + 5, stroke: "#333", "stroke-width": 1.3 }),
@@ -255,7 +201,7 @@
         labelX = Math.max(labelX, b);
       }
       chart.append(
-        svg("text", { x: labelX + 6, y: mid + 4, fill: muted ? "#8c959f" : "#333", "font-size": "12" }, fixed(row.composite)),
+        svg("text", { x: labelX + 6, y: mid + 4, fill: bar.muted ? "#8c959f" : "#333", "font-size": "12" }, bar.text),
       );
     });
     return el("figure", { class: "chart" }, chart);
