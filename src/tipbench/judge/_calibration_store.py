@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 from tipbench._errors import SuiteError, TipbenchError, TrackingError
 from tipbench.judge._calibration import DEFAULT_MIN_KAPPA, Calibration, passes
 from tipbench.suite import CRITERIA, SCORE_NAMES, load_suite
-from tipbench.tracking import KIND_TAG, CellRun, TrackingStore, log_texts, short_error
+from tipbench.tracking import KIND_TAG, CellRun, RunRecord, TrackingStore, record_run, short_error
 
 CALIBRATION_EXPERIMENT = "tipbench-calibration"
 KIND_CALIBRATION = "calibration"
@@ -35,24 +34,12 @@ def _metric(kind: str, name: str) -> str:
 def log_calibration(
     store: TrackingStore, calibration: Calibration, min_kappa: float = DEFAULT_MIN_KAPPA
 ) -> str:
-    """Record a calibration as a run of `CALIBRATION_EXPERIMENT`; return its run id."""
-    from mlflow.entities import Metric, Param, RunTag
+    """Record a calibration as a run of `CALIBRATION_EXPERIMENT`; return its run id.
 
+    Raises:
+        TrackingError: the run could not be written (nothing half-written is left), in one line.
+    """
     experiment_id = store.experiment_id(CALIBRATION_EXPERIMENT, create=True)
-    client = store.client
-    now = int(time.time() * 1000)
-    run = client.create_run(
-        experiment_id,
-        run_name=f"{calibration.judge_model}|{calibration.rubric_id}|{calibration.calibration_hash}",
-    )
-    run_id: str = run.info.run_id
-    tags = {
-        KIND_TAG: KIND_CALIBRATION,
-        JUDGE_MODEL_TAG: calibration.judge_model,
-        RUBRIC_TAG: calibration.rubric_id,
-        HASH_TAG: calibration.calibration_hash,
-        "calibrated": str(calibration.passes(min_kappa)).lower(),
-    }
     metrics = {"tips": float(calibration.tips), "answered": float(calibration.answered)}
     for name, figures in calibration.figures.items():
         for kind in ("kappa", "exact", "within_1"):
@@ -64,10 +51,18 @@ def log_calibration(
         for tip, attempts in calibration.answers.items()
     }
     judged = {tip: scores.as_dict() for tip, scores in calibration.judged.items()}
-    log_texts(
-        client,
-        run_id,
-        {
+    record = RunRecord(
+        run_name=f"{calibration.judge_model}|{calibration.rubric_id}|{calibration.calibration_hash}",
+        params={"min_kappa": str(min_kappa)},
+        tags={
+            KIND_TAG: KIND_CALIBRATION,
+            JUDGE_MODEL_TAG: calibration.judge_model,
+            RUBRIC_TAG: calibration.rubric_id,
+            HASH_TAG: calibration.calibration_hash,
+            "calibrated": str(calibration.passes(min_kappa)).lower(),
+        },
+        metrics=metrics,
+        artifacts={
             "calibration.json": json.dumps(calibration.to_dict(min_kappa), indent=2),
             "answers.json": json.dumps(
                 {"judge_model": calibration.judge_model, "scores": judged, "answers": answers},
@@ -76,14 +71,7 @@ def log_calibration(
             ),
         },
     )
-    client.log_batch(
-        run_id,
-        metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
-        params=[Param("min_kappa", str(min_kappa))],
-        tags=[RunTag(k, v) for k, v in tags.items()],
-    )
-    client.set_terminated(run_id, end_time=now)
-    return run_id
+    return record_run(store, experiment_id, record, f"the calibration of {calibration.judge_model}")
 
 
 @dataclass(frozen=True)
@@ -169,7 +157,9 @@ def judge_calibration(
         ) from None
     if experiment is None:
         return empty
+    # FINISHED: a calibration run still being written (its tags come first) is not read.
     clause = (
+        f"attributes.status = 'FINISHED' AND "
         f"tags.`{KIND_TAG}` = '{KIND_CALIBRATION}' AND tags.{JUDGE_MODEL_TAG} = "
         f"'{_quoted(judge_model)}' AND tags.{RUBRIC_TAG} = '{_quoted(rubric_id)}'"
     )
