@@ -23,7 +23,7 @@ from support.judged_runs import AUTO_JUDGE, JudgedCell, write_cells
 from support.servers import MlflowServer
 from tipbench.cli import cli
 from tipbench.compare import KIND_LEADERBOARD, leaderboards_for
-from tipbench.compare._plot import _LEADER, _UNRANKED
+from tipbench.compare._view import LEADER_COLOUR, UNRANKED_COLOUR
 from tipbench.tracking import KIND_TAG, TrackingStore
 
 
@@ -106,8 +106,8 @@ def test_chart_is_drawn(judged: JudgedExperiment, tmp_path: Path) -> None:
         rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
         return float(np.all(pixels == rgb, axis=2).mean())
 
-    assert share(_LEADER) > 0.005  # each panel's leader bar
-    assert share(_UNRANKED) > 0.001  # alpha|v2, too little data
+    assert share(LEADER_COLOUR) > 0.005  # each panel's leader bar
+    assert share(UNRANKED_COLOUR) > 0.001  # alpha|v2, too little data
 
 
 def test_leaderboard_is_logged_to_the_experiment(judged: JudgedExperiment, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from tipbench._phase import PhaseConfig
 from tipbench.cli import _options as options
 from tipbench.cli._progress import JudgeProgress
 from tipbench.judge import (
@@ -57,15 +58,14 @@ def calibrate_command(
     """
     store = TrackingStore(tracking_uri)
     with JudgeProgress() as progress:
-        result = calibrate(
-            judge_model,
+        config = PhaseConfig(
             suite=suite,
             max_model_b=max_model_b,
             allow_unknown_size=allow_unknown_size,
             ollama_url=ollama_url,
             openai_base_url=openai_base_url,
-            progress=progress,
         )
+        result = calibrate(judge_model, config, progress=progress)
     run_id = log_calibration(store, result, min_kappa)
     if fmt == "json":
         click.echo(json.dumps({**result.to_dict(min_kappa), "run_id": run_id}))

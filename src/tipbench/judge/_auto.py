@@ -22,7 +22,6 @@ from tipbench._phase import PhaseConfig, PhaseResult, SilentProgress
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
     Backend,
-    BackendOptions,
     Constraint,
     GenerationRequest,
     ModelSpec,
@@ -219,15 +218,6 @@ def constant_score_warnings(runs: list[CellRun]) -> list[str]:
                 f"{', '.join(constant)}: its scores cannot tell them apart"
             )
     return warnings
-
-
-def judge_backend_options(ollama_url: str | None, openai_base_url: str | None) -> BackendOptions:
-    defaults = BackendOptions(n_ctx=JUDGE_N_CTX)
-    return BackendOptions(
-        ollama_url=ollama_url or defaults.ollama_url,
-        openai_base_url=openai_base_url or defaults.openai_base_url,
-        n_ctx=JUDGE_N_CTX,
-    )
 
 
 def _rubric_for(runs: list[CellRun], suite: str | Path | None) -> Rubric:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tipbench._errors import ConfigError
-from tipbench._phase import SilentProgress
+from tipbench._phase import PhaseConfig, SilentProgress
 from tipbench.backends import (
     Backend,
     ModelSpec,
@@ -29,10 +28,10 @@ from tipbench.backends import (
 )
 from tipbench.judge._agreement import quadratic_weighted_kappa
 from tipbench.judge._auto import (
+    JUDGE_N_CTX,
     AutoJudgeProgress,
     CandidateJudge,
     RawAnswer,
-    judge_backend_options,
 )
 from tipbench.judge._candidates import CellCandidates
 from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, load_suite
@@ -144,12 +143,8 @@ def passes(kappas: Mapping[str, float], answered: int, tips: int, min_kappa: flo
 
 def calibrate(
     judge_model: str,
+    config: PhaseConfig | None = None,
     *,
-    suite: str | Path | Suite | None = None,
-    max_model_b: float = 4.0,
-    allow_unknown_size: bool = False,
-    ollama_url: str | None = None,
-    openai_base_url: str | None = None,
     retry: RetryPolicy | None = None,
     progress: AutoJudgeProgress | None = None,
     backend: Backend | None = None,
@@ -158,11 +153,9 @@ def calibrate(
 
     Args:
         judge_model: A model spec; the size guard applies as for `judge auto`.
-        suite: The suite whose calibration set and rubric to use [default: bundled].
-        max_model_b: Refuse judge models above this many billion parameters.
-        allow_unknown_size: Accept a judge model whose size no metadata tells.
-        ollama_url: Ollama server [default: `$OLLAMA_HOST`, else localhost].
-        openai_base_url: OpenAI-compatible server [default: `$OPENAI_BASE_URL`, else localhost].
+        config: The suite whose calibration set and rubric to use, the size guard and the
+            backends' servers, as for `judge auto` [default: the bundled suite, servers from
+            the environment]. Its experiment is not used: calibrations have their own.
         retry: Retries of transient failures and unparsable answers, per tip.
         progress: Receives progress per tip.
         backend: The judge's backend, already made (tests); opened from the spec otherwise.
@@ -171,7 +164,8 @@ def calibrate(
         ConfigError: the suite has no calibration set.
         BackendError: the judge model was refused or could not be loaded.
     """
-    loaded = suite if isinstance(suite, Suite) else load_suite(suite)
+    config = config or PhaseConfig()
+    loaded = load_suite(config.suite)
     calibration_set = loaded.calibration
     if calibration_set is None:
         raise ConfigError(
@@ -179,9 +173,9 @@ def calibrate(
         )
     spec = ModelSpec.parse(judge_model)
     backend = checked(
-        backend or open_backend(spec, judge_backend_options(ollama_url, openai_base_url)),
-        max_model_b,
-        allow_unknown_size,
+        backend or open_backend(spec, config.backend_options(n_ctx=JUDGE_N_CTX)),
+        config.max_model_b,
+        config.allow_unknown_size,
     ).backend
     progress = progress or SilentProgress()
     retry = retry or RetryPolicy()
