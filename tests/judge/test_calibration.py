@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 import yaml
+from mlflow import MlflowClient
 
 from support.calibrations import FakeJudge, calibrate_fake, log_fake_calibration
-from tipbench import SuiteError
+from tipbench import SuiteError, TrackingError
 from tipbench.judge import (
     CALIBRATION_EXPERIMENT,
     Scores,
     calibrate,
     calibration_figures,
     judge_calibration,
+    log_calibration,
 )
 from tipbench.suite import CRITERIA, SCORE_NAMES, bundled_suite_path, load_suite
 from tipbench.tracking import TrackingStore
@@ -136,6 +138,27 @@ def test_a_judge_that_answers_constants_is_not_calibrated(sqlite_uri: str) -> No
     )
     other_set = judge_calibration(store, JUDGE, "tip-v1", "0" * 16)
     assert other_set.kappas is None and "never checked" in other_set.describe()
+
+
+def test_a_calibration_that_cannot_be_recorded_is_one_error_and_no_run(
+    sqlite_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = calibrate_fake(JUDGE, "echo")
+    store = TrackingStore(sqlite_uri)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(MlflowClient, "log_artifacts", refuse)
+    with pytest.raises(TrackingError) as raised:
+        log_calibration(store, result)
+
+    what = f"the calibration of {JUDGE}"
+    assert str(raised.value) == f"cannot record {what} at {sqlite_uri}: disk full"
+    experiment_id = store.experiment_id(CALIBRATION_EXPERIMENT)
+    assert store.client.search_runs([experiment_id]) == []  # nothing half written
+    status = judge_calibration(store, JUDGE, "tip-v1", result.calibration_hash)
+    assert status.kappas is None and not status.calibrated
 
 
 @pytest.mark.slow
