@@ -8,6 +8,7 @@ colour chosen here, by the same functions as `tipbench compare` (`_render`) and 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -28,6 +29,8 @@ LEGEND: tuple[tuple[str, str], ...] = (
     (UNRANKED_COLOUR, "too little judged data, not ranked"),
 )
 """Each bar colour with what it means, as the chart's legend says it."""
+#: How a row stands, its table row's class: the leader, tied with it, behind it, unranked.
+RowKind = Literal["leader", "tied", "ranked", "unranked"]
 TIER_TITLES: dict[Tier, str] = {"human": "Human judge", "auto": "Automatic judge"}
 
 
@@ -79,7 +82,7 @@ class Bar(BaseModel):
 
 
 class Row(BaseModel):
-    kind: str  # "leader", "tied", "ranked" or "unranked"
+    kind: RowKind
     cells: list[str]
     bar: Bar
 
@@ -114,7 +117,7 @@ def _number(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _kind(row: LeaderboardRow) -> str:
+def _kind(row: LeaderboardRow) -> RowKind:
     if not row.ranked:
         return "unranked"
     if row.rank == 1:
