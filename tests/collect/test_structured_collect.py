@@ -82,6 +82,9 @@ def test_modes_are_recorded_and_kept_apart(sqlite_uri: str, experiment: str) -> 
         tracking_uri=sqlite_uri,
     )
     assert (schema.skipped, schema.succeeded) == (0, 2)  # nothing resumed from auto's cells
+    assert not auto.warnings
+    (warning,) = schema.warnings  # the user hears that the experiment now mixes modes
+    assert "also holds cells collected with --structured auto" in warning
 
     runs = cell_runs(sqlite_uri, experiment)
     by_mode: dict[str, set[str]] = {}

@@ -16,6 +16,7 @@ from tipbench.compare import (
     bootstrap_mean_ci,
     build_leaderboard,
     leaderboard_for,
+    leaderboard_warnings,
     leaderboards_for,
     paired_comparison,
 )
@@ -205,3 +206,31 @@ def test_experiment_without_judged_runs(sqlite_uri: str) -> None:
 def test_unknown_experiment(sqlite_uri: str) -> None:
     with pytest.raises(TrackingError, match="no experiment 'nope'"):
         leaderboard_for(TrackingStore(sqlite_uri), "nope", "human")
+
+
+def test_cells_collected_under_different_structured_modes_are_flagged(sqlite_uri: str) -> None:
+    store = TrackingStore(sqlite_uri)
+    experiment_id = store.experiment_id("modes", create=True)
+    write_cells(
+        store.client,
+        experiment_id,
+        [JudgedCell(ALPHA, "v1", f"s{i}", uniform(14), structured="auto") for i in range(3)]
+        + [JudgedCell(BETA, "v1", f"s{i}", uniform(12)) for i in range(2)]  # before the modes
+        + [JudgedCell(BETA, "v1", "s2", uniform(12), structured="auto")],
+    )
+    human = leaderboard_for(store, "modes", "human")
+    assert human.row(ALPHA, "v1").structured == ("auto",)
+    assert human.row(BETA, "v1").structured == ("auto", "schema")
+    assert human.to_dict()["rows"][1]["structured"] == ["auto", "schema"]
+    assert any(
+        "different --structured modes (auto, schema;" in warning
+        for warning in leaderboard_warnings(human)
+    )
+
+    write_cells(
+        store.client,
+        store.experiment_id("one-mode", create=True),
+        [JudgedCell(ALPHA, "v1", f"s{i}", uniform(14), structured="auto") for i in range(6)],
+    )
+    one_mode = leaderboard_warnings(leaderboard_for(store, "one-mode", "human"))
+    assert not any("--structured" in warning for warning in one_mode)

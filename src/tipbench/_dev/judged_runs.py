@@ -24,6 +24,7 @@ from tipbench.tracking import (
     RUBRIC_FILE,
     CandidatesFile,
     CellMetric,
+    CellParam,
     CellRun,
     RecordedCandidate,
     Scores,
@@ -68,6 +69,7 @@ class JudgedCell:
     human: dict[str, Scores] | None = None
     auto: dict[str, Scores] | None = None
     n_candidates: int = 0  # 0: as many as the tiers scored (else 2)
+    structured: str | None = None  # collect's --structured mode; None: a run from before it
 
     @property
     def candidate_count(self) -> int:
@@ -88,6 +90,7 @@ class JudgedCell:
             cell_key=self.run_name(),
             rubric="tip-v1",
             judge_pending=True,
+            settings={} if self.structured is None else {CellParam.STRUCTURED: self.structured},
         )
 
     def tags(self) -> dict[str, str]:
