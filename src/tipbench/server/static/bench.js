@@ -251,9 +251,11 @@
   });
 
   const PHASES = {
-    collect: "collecting candidates", judge: "automatic judge", report: "export and compare",
+    // a local job's phases (tipbench._progress_events.Phase), then the Airflow DAG's tasks
+    collect: "collecting candidates", judge: "automatic judge",
+    export: "export for the human judge", compare: "compare", report: "writing the report",
     plan: "planning (validating the conf)", judge_auto: "automatic judge",
-    export_for_judge: "export for the human judge", compare: "compare",
+    export_for_judge: "export for the human judge",
   };
 
   function renderJob(job) {
