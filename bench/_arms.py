@@ -4,9 +4,10 @@ Over one grid (prompts × scenarios, built with tipbench's own planner):
 
   (u) every request unconstrained: the backend's own speed;
   (s) every request constrained by the JSON schema: collect before `--structured`;
-  (a) a replay of the requests (b) makes: each free request, and the schema-constrained
-      retry for the cells whose free answer does not parse into n_tips tips (known from
-      (u)'s answers: same prompts, seeds and model settings give the same answers);
+  (a) a replay of the requests (b) makes: each free request, streamed and cut where collect
+      stops it (once it holds n_tips complete tips), and the schema-constrained retry for
+      the cells whose free answer does not parse into n_tips tips (both known from (u)'s
+      streamed answers: same prompts, seeds and model settings give the same tokens);
   (b) `tipbench collect` in its default structured mode (`auto`).
 
 The bare arms (u), (s), (a) send each cell's requests as written here (`request_pair`),
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tipbench.backends import GenerationRequest
-from tipbench.collect import Cell, parse_tips
+from tipbench.collect import Cell, TipsComplete, parse_tips
 
 
 def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
@@ -40,6 +41,7 @@ def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
         "seed": request.seed,
         "max_tokens": request.max_tokens,
         "response_format": schema_format,
+        "stream": request.complete is not None,  # collect streams a free answer to stop it
     }
 
 
@@ -52,6 +54,26 @@ def request_pair(cell: Cell) -> dict[str, Any]:
     }
 
 
+def stop_points(pieces: Mapping[str, list[str]], n_tips: int) -> dict[str, int]:
+    """Per cell, the tokens after which collect stops its free answer (it holds `n_tips`
+    complete tips), from the answer's streamed chunks (one per token); a cell that never
+    gets there is absent: its answer runs to the token limit."""
+    points = {}
+    for name, chunks in pieces.items():
+        complete, text = TipsComplete(n_tips), ""
+        for count, piece in enumerate(chunks, start=1):
+            text += piece
+            if complete(text):
+                points[name] = count
+                break
+    return points
+
+
+def free_answers(pieces: Mapping[str, list[str]], stops: Mapping[str, int]) -> dict[str, str]:
+    """Each cell's free answer as collect keeps it: cut at its stop point."""
+    return {name: "".join(chunks[: stops.get(name)]) for name, chunks in pieces.items()}
+
+
 def retried_cells(free_texts: Mapping[str, str], n_tips: int) -> set[str]:
     """The cells whose free answer does not parse into `n_tips` tips: (b) retries them."""
     return {
@@ -59,13 +81,17 @@ def retried_cells(free_texts: Mapping[str, str], n_tips: int) -> set[str]:
     }
 
 
-def replay(pair: Mapping[str, Any], retried: set[str]) -> list[dict[str, Any]]:
-    """(a)'s requests for a cell: (b)'s free request, then the schema retry if it retries.
-    The free answer of a retried cell is named `NAME#free`, so that NAME holds the final
-    answer, as (b)'s response.txt does."""
-    if pair["name"] not in retried:
-        return [pair["free"]]
-    return [pair["free"] | {"name": pair["name"] + "#free"}, pair["schema"]]
+def replay(
+    pair: Mapping[str, Any], retried: set[str], stops: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    """(a)'s requests for a cell: (b)'s free request, cut where collect stops it, then the
+    schema retry if it retries. The free answer of a retried cell is named `NAME#free`, so
+    that NAME holds the final answer, as (b)'s response.txt does."""
+    name = pair["name"]
+    free = pair["free"] | ({"max_tokens": stops[name]} if name in stops else {})
+    if name not in retried:
+        return [free]
+    return [free | {"name": name + "#free"}, pair["schema"]]
 
 
 def full_cells(texts: Mapping[str, str], names: list[str], n_tips: int) -> int:

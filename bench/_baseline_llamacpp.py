@@ -5,9 +5,11 @@
 
 REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx` and, per model, its GGUF path
 and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`,
-`response_format`). Each model is loaded as tipbench's embedded backend loads it (`n_ctx`,
-plain CPU buffers, `TIPBENCH_LLAMA_THREADS`), then asked with `create_chat_completion`, one
-request after the other. OUT.json gets each answer's text and completion tokens by name.
+`response_format`, `stream`). Each model is loaded as tipbench's embedded backend loads it
+(`n_ctx`, plain CPU buffers, `TIPBENCH_LLAMA_THREADS`), then asked with
+`create_chat_completion`, one request after the other; a `stream` request is streamed, as
+collect streams its free requests. OUT.json gets each answer's text and completion tokens by
+name, and a streamed answer's chunks (one per token) under `pieces`.
 
 It imports no tipbench: this is what the same generations cost without it. It writes marks
 to stderr (`loading M`, `loaded M`, `[i/n] name`, `unloading M`) from which the caller times
@@ -55,7 +57,7 @@ def main(requests_path: str, out_path: str) -> None:
         spec = json.load(f)
     threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
     extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
-    texts, tokens = {}, {}
+    texts, tokens, pieces = {}, {}, {}
     for block in spec["blocks"]:
         mark("loading " + block["model"])
         from llama_cpp import Llama
@@ -70,15 +72,22 @@ def main(requests_path: str, out_path: str) -> None:
                 seed=r["seed"],
                 max_tokens=r["max_tokens"],
                 response_format=r["response_format"],
+                stream=r.get("stream", False),
             )
-            texts[r["name"]] = response["choices"][0]["message"].get("content") or ""
-            tokens[r["name"]] = (response.get("usage") or {}).get("completion_tokens", 0)
+            if r.get("stream"):
+                chunks = [c["choices"][0]["delta"].get("content") for c in response]
+                pieces[r["name"]] = [c for c in chunks if c]
+                texts[r["name"]] = "".join(pieces[r["name"]])
+                tokens[r["name"]] = len(pieces[r["name"]])
+            else:
+                texts[r["name"]] = response["choices"][0]["message"].get("content") or ""
+                tokens[r["name"]] = (response.get("usage") or {}).get("completion_tokens", 0)
             mark(f"[{i}/{len(block['requests'])}] {r['name']}")
         mark("unloading " + block["model"])
         llm.close()
         del llm
     with open(out_path, "w", encoding="utf-8") as f:
-        json.dump({"texts": texts, "tokens": tokens}, f)
+        json.dump({"texts": texts, "tokens": tokens, "pieces": pieces}, f)
 
 
 if __name__ == "__main__":

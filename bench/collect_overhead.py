@@ -64,7 +64,15 @@ from pathlib import Path
 from typing import Any
 
 import _baseline_llamacpp
-from _arms import full_cells, replay, request_pair, retried_cells, tipbench_command
+from _arms import (
+    free_answers,
+    full_cells,
+    replay,
+    request_pair,
+    retried_cells,
+    stop_points,
+    tipbench_command,
+)
 from _cpu import CpuMeter, Timed, run_timed
 from _report import ArmResult, best_ratio, median_ratio, print_arms
 from tipbench._dev.servers import MlflowServer
@@ -195,12 +203,14 @@ def write_requests(grid: Grid, path: Path, pick: Any) -> None:
     path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
 
-def write_replay(grid: Grid, free_texts: dict[str, str]) -> set[str]:
-    """(a)'s requests: (b)'s free request per cell, then the schema retry where its answer
-    does not parse into n_tips tips; returns the retried cells."""
-    retried = retried_cells(free_texts, grid.config.n_tips)
-    write_requests(grid, grid.requests_file, lambda pair: replay(pair, retried))
-    return retried
+def write_replay(grid: Grid, free_pieces: dict[str, list[str]]) -> tuple[int, set[str]]:
+    """(a)'s requests: (b)'s free request per cell, cut where collect stops it, then the
+    schema retry where its answer does not parse into n_tips tips; returns how many free
+    answers stop early, and the retried cells."""
+    stops = stop_points(free_pieces, grid.config.n_tips)
+    retried = retried_cells(free_answers(free_pieces, stops), grid.config.n_tips)
+    write_requests(grid, grid.requests_file, lambda pair: replay(pair, retried, stops))
+    return len(stops), retried
 
 
 # --------------------------------------------------------------------------- timing
@@ -389,8 +399,12 @@ def one_round(
         output = json.loads(out.read_text(encoding="utf-8"))
         arms[arm] = bare_arm(result, output, grid)
         if arm == "u" and not grid.requests_file.exists():
-            retried = write_replay(grid, output["texts"])
-            print(f"  (a) replays (b)'s requests: {len(retried)} schema retries", flush=True)
+            stopped, retried = write_replay(grid, output["pieces"])
+            print(
+                f"  (a) replays (b)'s requests: {stopped} free answers stop early, "
+                f"{len(retried)} schema retries",
+                flush=True,
+            )
 
     order = "a,b" if number % 2 else "b,a"
     timed: dict[str, Timed] = {}

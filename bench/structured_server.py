@@ -41,7 +41,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _arms import full_cells, replay, request_pair, retried_cells, tipbench_command
+from _arms import (
+    free_answers,
+    full_cells,
+    replay,
+    request_pair,
+    retried_cells,
+    stop_points,
+    tipbench_command,
+)
 from _report import ARM_LABELS, ArmResult, print_arms
 from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import ModelSpec
@@ -156,10 +164,16 @@ def main() -> int:
             url = f"http://127.0.0.1:{server.port}/v1"
             # untimed warm-up: the first answers page the model in; (u) decides (a)'s retries
             warm = bare(free, url, folder / "warm.json", env, names, n)
-            texts = json.loads((folder / "warm.json").read_text())["texts"]
-            retried = retried_cells(texts, n)
-            replayed = write(folder / "replay.json", [r for p in pairs for r in replay(p, retried)])
-            print(f"  warm-up done ({warm.seconds:.1f} s); (a) has {len(retried)} retries")
+            pieces = json.loads((folder / "warm.json").read_text())["pieces"]
+            stops = stop_points(pieces, n)
+            retried = retried_cells(free_answers(pieces, stops), n)
+            replayed = write(
+                folder / "replay.json", [r for p in pairs for r in replay(p, retried, stops)]
+            )
+            print(
+                f"  warm-up done ({warm.seconds:.1f} s); (a) has {len(stops)} free answers "
+                f"stopping early and {len(retried)} retries"
+            )
             order = ["u", "s", "a", "b"]
             for number in range(1, args.repeat + 1):
                 arms: dict[str, ArmResult] = {}
