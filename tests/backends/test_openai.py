@@ -6,8 +6,10 @@ fixture), plus a tiny stub server for error answers the real one cannot be made 
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,12 +25,13 @@ from tipbench import BackendUnavailable, GenerationFailed, ModelNotFound, ModelS
 from tipbench.backends import (
     Backend,
     BackendOptions,
+    Generation,
     GenerationRequest,
     ModelSpec,
     check_size,
     open_backend,
 )
-from tipbench.collect import CollectConfig, collect, parse_tips, tips_schema
+from tipbench.collect import CollectConfig, TipsComplete, collect, parse_tips, tips_schema
 from tipbench.suite import load_suite
 from tipbench.tracking import CANDIDATES_FILE, CELL_RUNS
 
@@ -163,6 +166,95 @@ def test_a_prompt_over_the_context_window_fails_the_generation(base_url: str) ->
         backend_at(base_url).generate(long)
 
 
+def free_answer_request(max_tokens: int = 200) -> GenerationRequest:
+    """A free request whose answer lists 3 tips well before it ends (at the token limit)."""
+    suite = load_suite()
+    return GenerationRequest(
+        messages=suite.prompt("v3-few-shot").render(suite.select_scenarios(1)[0], 3),
+        temperature=0.7,
+        seed=5,
+        max_tokens=max_tokens,
+    )
+
+
+def afresh(backend: Backend, request: GenerationRequest) -> Generation:
+    """Generate after an unrelated request. The server reuses the part of its context that
+    the previous request shares with this one, and a prompt evaluated partly from that cache
+    can sample differently; after an unrelated request the whole prompt is evaluated anew."""
+    backend.generate(GenerationRequest((("user", "hi"),), 0.0, 1, 1))
+    return backend.generate(request)
+
+
+def never_complete(text: str) -> bool:
+    return False
+
+
+HANGUP = "Disconnected from client"  # llama-cpp-python's server, when a stream's client leaves
+
+
+def wait_for(condition: Callable[[], bool], limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, "the server did not log the hang-up"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_a_streamed_free_answer_is_the_unstreamed_one(base_url: str) -> None:
+    backend = backend_at(base_url)
+    free = free_answer_request()
+    whole = afresh(backend, free)
+    streamed = afresh(backend, replace(free, complete=never_complete))
+
+    assert streamed.text == whole.text
+    # one token per streamed chunk; the prompt counted by the server
+    assert (streamed.prompt_tokens, streamed.completion_tokens) == (
+        whole.prompt_tokens,
+        whole.completion_tokens,
+    )
+    assert streamed.structured is False
+
+
+@pytest.mark.slow
+def test_a_free_answer_stops_once_it_is_complete(
+    base_url: str, llama_server: LlamaCppServer
+) -> None:
+    backend = backend_at(base_url)
+    recorder = Recorder()
+    backend.client = recorder.client(base_url)  # type: ignore[attr-defined]
+    free = free_answer_request()
+    whole = afresh(backend, free)
+    hangups = llama_server.log_text().count(HANGUP)
+    sent = len(recorder.sent)
+    early = afresh(backend, replace(free, complete=TipsComplete(3)))
+
+    assert whole.text.startswith(early.text)
+    assert len(parse_tips(early.text, 3).tips) == 3
+    assert parse_tips(early.text, 3).tips == parse_tips(whole.text, 3).tips
+    assert early.completion_tokens < whole.completion_tokens
+    assert early.prompt_tokens == whole.prompt_tokens
+    assert early.structured is False
+    # streamed with usage asked for; llama-cpp-python's server sends none, so the prompt is
+    # counted in a one-token request
+    stream, count = recorder.sent[sent + 1 :]
+    assert stream["stream"] is True and stream["stream_options"] == {"include_usage": True}
+    assert "response_format" not in stream
+    assert count["max_tokens"] == 1 and not count.get("stream")
+    assert count["messages"] == stream["messages"]
+    # closing the response stopped the server's generation
+    wait_for(lambda: llama_server.log_text().count(HANGUP) > hangups)
+
+
+@pytest.mark.slow
+def test_a_streamed_prompt_over_the_context_window_fails_the_generation(base_url: str) -> None:
+    """llama-cpp-python's server starts the stream, then ends it without a chunk."""
+    long = GenerationRequest(
+        (("user", "plan my week " * 1500),), 0.0, 1, 16, complete=never_complete
+    )
+    with pytest.raises(GenerationFailed, match="ended the chat stream unanswered"):
+        backend_at(base_url).generate(long)
+
+
 # -- collect on the real server -----------------------------------------------------------
 
 
@@ -271,25 +363,237 @@ def stub_factory() -> Iterator[Any]:
         stub.close()
 
 
+FREE = GenerationRequest((("user", "hi"),), 0.0, 1, 16)
+STREAMED = replace(FREE, complete=never_complete)
+
+
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("schema", [True, False])
+@pytest.mark.parametrize("kind", ["schema", "free", "streamed"])
 def test_a_bad_request_mentioning_format_fails_instead_of_looping(
-    stub_factory: Any, schema: bool
+    stub_factory: Any, kind: str
 ) -> None:
     stub = stub_factory(400, "invalid message format: content must be a string")
-    request = tips_request() if schema else GenerationRequest((("user", "hi"),), 0.0, 1, 16)
+    request = {"schema": tips_request(), "free": FREE, "streamed": STREAMED}[kind]
     with pytest.raises(GenerationFailed, match="HTTP 400"):
         backend_at(stub.url).generate(request)
     # with a schema every structured style is tried once, then the request fails
     styles = [r.get("response_format", {}).get("type") for r in stub.chat_requests]
-    assert styles == (["json_schema", "json_object", None] if schema else [None])
+    assert styles == (["json_schema", "json_object", None] if kind == "schema" else [None])
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize(
     ("status", "error"), [(500, "out of memory"), (503, "server overloaded, try later")]
 )
-def test_server_errors_fail_the_generation(stub_factory: Any, status: int, error: str) -> None:
+def test_server_errors_fail_the_generation(
+    stub_factory: Any, status: int, error: str, streamed: bool
+) -> None:
     stub = stub_factory(status, error)
     with pytest.raises(GenerationFailed, match=f"HTTP {status}.*{error}"):
-        backend_at(stub.url).generate(tips_request())
-    assert len(stub.chat_requests) == 1  # a real failure is not mistaken for a refused style
+        backend_at(stub.url).generate(STREAMED if streamed else tips_request())
+    assert len(stub.chat_requests) == 1  # a real failure is not mistaken for a refused option
+
+
+# -- streams, from a stub server ----------------------------------------------------------
+
+ANSWER = (
+    "1. Drink a glass of water first.\n2. Walk for ten minutes after lunch.\n3. Plan tonight.\n"
+)
+PIECES = re.findall(r"\S+\s*", ANSWER)  # one "token" a chunk, as servers stream
+PROMPT_TOKENS = 21
+
+
+class StreamingStub:
+    """Streams `ANSWER` one piece a chunk (chunked HTTP/1.1 server-sent events, as
+    OpenAI-compatible servers stream), and answers an unstreamed request with one token and
+    a usage of `PROMPT_TOKENS` prompt tokens.
+
+    `usage`: what the stream carries when asked for its usage: `end` (a last chunk, as
+    OpenAI and vLLM send it; it counts two tokens a chunk, to tell it from the chunks) or
+    `every` chunk. `refuse_options`: answer a request with `stream_options` with HTTP 400.
+    `fault` after two chunks: `error` (an error event), `stall` (send nothing more) or
+    `cut` (close the connection mid-stream).
+    """
+
+    def __init__(
+        self, usage: str = "end", refuse_options: bool = False, fault: str | None = None
+    ) -> None:
+        self.chat_requests: list[dict[str, Any]] = []
+        self.released = threading.Event()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def reply(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def handle_one_request(self) -> None:
+                try:
+                    super().handle_one_request()
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    self.close_connection = True
+
+            def event(self, data: dict[str, Any] | str) -> None:
+                line = f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+                self.wfile.write(f"{len(line.encode()):x}\r\n{line}\r\n".encode())
+                self.wfile.flush()
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.chat_requests.append(body)
+                if not body.get("stream"):
+                    self.reply(200, completion(body.get("max_tokens", 1)))
+                elif "stream_options" in body and refuse_options:
+                    error = "Unrecognized request argument supplied: stream_options"
+                    self.reply(400, {"error": {"message": error, "type": "invalid_request"}})
+                else:
+                    self.stream(usage if "stream_options" in body else "never")
+
+            def stream(self, usage: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for index, piece in enumerate(PIECES):
+                    if index == 2 and fault == "error":
+                        self.event({"error": {"message": "the model runner crashed"}})
+                        break
+                    if index == 2 and fault == "stall":
+                        stub.released.wait(10)
+                        return
+                    if index == 2 and fault == "cut":
+                        self.close_connection = True
+                        return
+                    counted = tokens(2 * (index + 1)) if usage == "every" else None
+                    self.event(chunk([{"index": 0, "delta": {"content": piece}}], counted))
+                else:
+                    self.event(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+                    if usage == "end":
+                        self.event(chunk([], tokens(2 * len(PIECES))))
+                self.event("[DONE]")
+                self.wfile.write(b"0\r\n\r\n")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.released.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def tokens(completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": PROMPT_TOKENS,
+        "completion_tokens": completion,
+        "total_tokens": PROMPT_TOKENS + completion,
+    }
+
+
+def chunk(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> dict[str, Any]:
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "smollm2"}
+    return head | {"choices": choices, "usage": usage}
+
+
+def completion(max_tokens: int) -> dict[str, Any]:
+    message = {"role": "assistant", "content": "1."}
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "smollm2",
+        "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
+        "usage": tokens(1),
+    }
+
+
+@pytest.fixture
+def streaming_stub() -> Iterator[Callable[..., StreamingStub]]:
+    stubs: list[StreamingStub] = []
+
+    def make(**options: Any) -> StreamingStub:
+        stubs.append(StreamingStub(**options))
+        return stubs[-1]
+
+    yield make
+    for stub in stubs:
+        stub.close()
+
+
+TWO_TIPS = PIECES.index("3. ")  # the pieces of the first two tips
+
+
+def test_a_stream_that_ends_is_counted_by_its_usage(
+    streaming_stub: Callable[..., StreamingStub],
+) -> None:
+    stub = streaming_stub(usage="end")
+    answer = backend_at(stub.url).generate(STREAMED)
+    assert answer.text == ANSWER
+    assert (answer.prompt_tokens, answer.completion_tokens) == (PROMPT_TOKENS, 2 * len(PIECES))
+    assert len(stub.chat_requests) == 1  # nothing else to ask
+    assert stub.chat_requests[0]["stream_options"] == {"include_usage": True}
+
+
+def test_a_stream_stopped_early_counts_its_chunks_and_asks_for_the_prompt_tokens(
+    streaming_stub: Callable[..., StreamingStub],
+) -> None:
+    stub = streaming_stub(usage="end")
+    answer = backend_at(stub.url).generate(replace(FREE, complete=TipsComplete(2)))
+    assert answer.text == "".join(PIECES[:TWO_TIPS])
+    assert (answer.prompt_tokens, answer.completion_tokens) == (PROMPT_TOKENS, TWO_TIPS)
+    stream, count = stub.chat_requests
+    assert count["messages"] == stream["messages"]
+    assert count["max_tokens"] == 1 and not count.get("stream")
+
+
+def test_usage_sent_with_every_chunk_counts_a_stream_stopped_early(
+    streaming_stub: Callable[..., StreamingStub],
+) -> None:
+    stub = streaming_stub(usage="every")
+    answer = backend_at(stub.url).generate(replace(FREE, complete=TipsComplete(2)))
+    assert (answer.prompt_tokens, answer.completion_tokens) == (PROMPT_TOKENS, 2 * TWO_TIPS)
+    assert len(stub.chat_requests) == 1
+
+
+def test_refused_stream_options_are_dropped_and_remembered(
+    streaming_stub: Callable[..., StreamingStub],
+) -> None:
+    stub = streaming_stub(refuse_options=True)
+    backend = backend_at(stub.url)
+    answer = backend.generate(STREAMED)
+    assert answer.text == ANSWER
+    assert (answer.prompt_tokens, answer.completion_tokens) == (PROMPT_TOKENS, len(PIECES))
+    backend.generate(STREAMED)
+    sent = [("stream_options" in r, bool(r.get("stream"))) for r in stub.chat_requests]
+    assert sent == [(True, True), (False, True), (False, False), (False, True), (False, False)]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("fault", "error", "message"),
+    [
+        ("error", GenerationFailed, "chat failed: the model runner crashed"),
+        ("stall", BackendUnavailable, "timed out"),
+        ("cut", BackendUnavailable, "cannot reach the server"),
+    ],
+)
+def test_a_stream_that_breaks_maps_to_the_error_tree(
+    streaming_stub: Callable[..., StreamingStub],
+    fault: str,
+    error: type[Exception],
+    message: str,
+) -> None:
+    stub = streaming_stub(fault=fault)
+    backend = open_backend(SMOLLM2, BackendOptions(openai_base_url=stub.url, timeout_s=0.5))
+    with pytest.raises(error, match=message):
+        backend.generate(STREAMED)

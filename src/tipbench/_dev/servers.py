@@ -127,6 +127,7 @@ class LlamaCppServer(ServerProcess):
         super().__init__(workdir)
         self.model_path = model_path
         self.alias = alias
+        self.env = {"PYTHONUNBUFFERED": "1"}  # its log shows at once when a client hung up
 
     def command(self) -> list[str]:
         return [

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, cast
 
+import httpx
 import openai
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from tipbench._errors import BackendUnavailable, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
+from tipbench.backends._streaming import read_until_complete
+
+# Transport errors that older openai clients let out of a stream unwrapped (openai-python
+# wraps them since its PR #3827): httpx's, or httpx2's, which openai 3 uses.
+_TIMEOUTS: tuple[type[Exception], ...] = (httpx.TimeoutException,)
+_TRANSPORT_ERRORS: tuple[type[Exception], ...] = (httpx.TransportError,)
+with contextlib.suppress(ImportError):
+    import httpx2
+
+    _TIMEOUTS += (httpx2.TimeoutException,)
+    _TRANSPORT_ERRORS += (httpx2.TransportError,)
+
+#: Request fields a server may refuse, and the word its HTTP 400/422 message then holds.
+_REFUSAL_HINTS = {"response_format": "format", "stream_options": "stream_options"}
 
 
 def _response_formats(request: GenerationRequest) -> list[dict[str, Any] | None]:
@@ -42,6 +58,7 @@ class OpenAIBackend(Backend):
         )
         # which of _response_formats the server accepted, per constraint
         self._format_index: dict[str, int] = {}
+        self._stream_usage = True  # ask for usage in streams, until the server refuses it
 
     def describe(self) -> ModelInfo:
         with self._errors("list models"):
@@ -67,6 +84,8 @@ class OpenAIBackend(Backend):
         """Nothing to do: the OpenAI API has no unload call."""
 
     def generate(self, request: GenerationRequest) -> Generation:
+        if request.complete is not None and request.constraint == "none":
+            return self._generate_until_complete(request, request.complete)
         formats = _response_formats(request)
         constraint = request.constraint
         while True:
@@ -75,16 +94,16 @@ class OpenAIBackend(Backend):
             extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
             can_fall_back = index < len(formats) - 1
             try:
-                with self._errors("chat", can_fall_back=can_fall_back):
+                with self._errors("chat", "response_format" if can_fall_back else None):
                     response = self.client.chat.completions.create(
                         model=self.spec.name,
-                        messages=request.chat_messages(),  # type: ignore[arg-type]
+                        messages=_messages(request),
                         temperature=request.temperature,
                         seed=request.seed,
                         max_tokens=request.max_tokens,
                         **extra,
                     )
-            except _FormatRefused:
+            except _Refused:
                 # concurrent requests may all be refused the same style: move on by one only
                 accepted = self._format_index.get(constraint, 0)
                 self._format_index[constraint] = max(accepted, index + 1)
@@ -99,9 +118,61 @@ class OpenAIBackend(Backend):
                 structured=response_format is not None,
             )
 
+    def _generate_until_complete(
+        self, request: GenerationRequest, complete: Callable[[str], bool]
+    ) -> Generation:
+        """Stream a free answer and close the stream as soon as the answer is complete.
+
+        Token counts are the usage the stream's last chunk carries: servers send it at the
+        end when asked (`stream_options.include_usage`), some with every chunk. Without it,
+        the completion tokens are the chunks that carried text (one token each) and the
+        prompt tokens are counted by the server in a one-token request of the same messages.
+        """
+        stream = self._open_stream(request)
+        with self._errors("chat"), stream:
+            answer = read_until_complete(stream, _chunk_text, complete)
+        if answer.last is None:  # llama-cpp-python's server, e.g. for a prompt over n_ctx
+            raise GenerationFailed(f"{self.spec}: the server ended the chat stream unanswered")
+        usage = answer.last.usage
+        if usage is not None:
+            return Generation(answer.text, usage.prompt_tokens, usage.completion_tokens, False)
+        return Generation(answer.text, self._prompt_tokens(request), answer.pieces, False)
+
+    def _open_stream(self, request: GenerationRequest) -> openai.Stream[ChatCompletionChunk]:
+        """Start streaming a free answer, asking for its usage unless the server refused to."""
+        while True:
+            ask_usage = self._stream_usage
+            usage_option = {"stream_options": {"include_usage": True}} if ask_usage else None
+            try:
+                with self._errors("chat", "stream_options" if ask_usage else None):
+                    return self.client.chat.completions.create(
+                        model=self.spec.name,
+                        messages=_messages(request),
+                        temperature=request.temperature,
+                        seed=request.seed,
+                        max_tokens=request.max_tokens,
+                        stream=True,
+                        extra_body=usage_option,  # typed differently across client versions
+                    )
+            except _Refused:
+                self._stream_usage = False
+
+    def _prompt_tokens(self, request: GenerationRequest) -> int:
+        """The server's count of the request's prompt tokens, from a one-token request."""
+        with self._errors("count prompt tokens"):
+            response = self.client.chat.completions.create(
+                model=self.spec.name,
+                messages=_messages(request),
+                temperature=request.temperature,
+                seed=request.seed,
+                max_tokens=1,
+            )
+        return response.usage.prompt_tokens if response.usage else 0
+
     @contextlib.contextmanager
-    def _errors(self, what: str, can_fall_back: bool = False) -> Iterator[None]:
-        """Map the client's exceptions to tipbench's; `_FormatRefused` if a style was refused."""
+    def _errors(self, what: str, refusable: str | None = None) -> Iterator[None]:
+        """Map the client's exceptions to tipbench's, in requests and while streaming;
+        `_Refused` if the server refused the request field `refusable`."""
         spec, url = self.spec, self.options.openai_base_url
         try:
             yield
@@ -110,21 +181,35 @@ class OpenAIBackend(Backend):
         except openai.APIConnectionError:
             raise BackendUnavailable(f"{spec}: cannot reach the server at {url}") from None
         except openai.APIStatusError as exc:
-            if can_fall_back and _refuses_format(exc):
-                raise _FormatRefused from None
+            if refusable is not None and _refuses(exc, refusable):
+                raise _Refused from None
             raise GenerationFailed(
                 f"{spec}: {what} failed with HTTP {exc.status_code}: {exc.message}"
             ) from None
+        except openai.APIError as exc:  # an error event in a stream
+            raise GenerationFailed(f"{spec}: {what} failed: {exc.message}") from None
+        except _TIMEOUTS:  # from a stream, by clients that let them out unwrapped
+            raise BackendUnavailable(f"{spec}: the server at {url} timed out ({what})") from None
+        except _TRANSPORT_ERRORS:
+            raise BackendUnavailable(f"{spec}: cannot reach the server at {url}") from None
 
 
-def _refuses_format(exc: openai.APIStatusError) -> bool:
-    """Whether the server refused the request's `response_format` (rather than failing)."""
+def _messages(request: GenerationRequest) -> list[ChatCompletionMessageParam]:
+    return cast("list[ChatCompletionMessageParam]", request.chat_messages())
+
+
+def _chunk_text(chunk: ChatCompletionChunk) -> str | None:
+    return chunk.choices[0].delta.content if chunk.choices else None
+
+
+def _refuses(exc: openai.APIStatusError, field: str) -> bool:
+    """Whether the server refused the request's `field` (rather than failing)."""
     text = str(exc.body if exc.body is not None else exc.message)
     if exc.status_code in (400, 422):
-        return "format" in text
+        return _REFUSAL_HINTS[field] in text
     # llama-cpp-python's server answers request validation errors with HTTP 500
-    return exc.status_code == 500 and "response_format" in text
+    return exc.status_code == 500 and field in text
 
 
-class _FormatRefused(Exception):
-    """The server refused a structured-output style; try the next one."""
+class _Refused(Exception):
+    """The server refused a request field (a structured-output style, stream options)."""
