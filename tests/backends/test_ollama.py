@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import ollama
 import pytest
@@ -33,7 +34,7 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.backends import _ollama as ollama_backend
-from tipbench.collect import parse_tips, tips_schema
+from tipbench.collect import TipsComplete, parse_tips, tips_schema
 
 QWEN = "qwen2.5:0.5b"
 GEMMA = "gemma3:1b"
@@ -127,7 +128,8 @@ def test_unknown_model_is_not_found(server: FakeOllama) -> None:
 def test_unreachable_server_is_unavailable() -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     backend = backend_for(url, QWEN)
-    for call in (backend.describe, backend.load, lambda: backend.generate(request())):
+    generate = (lambda: backend.generate(request()), lambda: backend.generate(streamed()))
+    for call in (backend.describe, backend.load, *generate):
         with pytest.raises(BackendUnavailable, match=f"cannot reach Ollama at {url}"):
             call()
 
@@ -170,25 +172,83 @@ def test_generate_without_schema_sends_no_format(server: FakeOllama) -> None:
     assert len(parse_tips(answer.text, 3).tips) == 3  # numbered lines
 
 
+def never_complete(text: str) -> bool:
+    return False
+
+
+def streamed(complete: Callable[[str], bool] = never_complete) -> GenerationRequest:
+    """A free request that streams until `complete`; FakeOllama answers it with 3 tips."""
+    return replace(request(schema=False), complete=complete)
+
+
+def test_a_streamed_free_answer_is_the_unstreamed_one(server: FakeOllama) -> None:
+    backend = backend_for(server, QWEN)
+    whole = backend.generate(request(schema=False))
+    answer = backend.generate(streamed())
+
+    sent = server.requests[-1]
+    assert sent["stream"] is True and not sent.get("format")
+    assert sent["options"] == {"temperature": 0.3, "seed": 5, "num_predict": 96}
+    assert answer.text == whole.text
+    # the counts of the stream's last chunk
+    assert (answer.prompt_tokens, answer.completion_tokens) == (
+        whole.prompt_tokens,
+        whole.completion_tokens,
+    )
+    assert answer.structured is False
+    assert len(chats(server)) == 2  # nothing else to ask
+
+
+def test_a_free_answer_stops_once_it_is_complete(server: FakeOllama) -> None:
+    backend = backend_for(server, QWEN)
+    whole = backend.generate(request(schema=False))
+    sent = len(server.requests)
+    early = backend.generate(streamed(TipsComplete(2)))
+
+    assert whole.text.startswith(early.text)
+    assert parse_tips(early.text, 2).tips == parse_tips(whole.text, 2).tips
+    assert len(parse_tips(early.text, 2).tips) == 2
+    assert len(parse_tips(whole.text, 3).tips) == 3
+    # one token a chunk (FakeOllama streams a word a chunk and counts words as tokens)
+    assert early.completion_tokens == len(early.text.split()) < whole.completion_tokens
+    # the prompt counted by Ollama in a one-token request of the same messages
+    assert early.prompt_tokens == whole.prompt_tokens
+    stream, count = server.requests[sent:]
+    assert stream["stream"] is True
+    assert count["stream"] is False and count["options"]["num_predict"] == 1
+    assert count["messages"] == stream["messages"]
+    assert count["keep_alive"] == "10m"
+
+
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     ("status", "needle"),
     [(500, "more system memory"), (503, "server busy"), (404, "not found")],
 )
-def test_server_errors_fail_the_generation(server: FakeOllama, status: int, needle: str) -> None:
+def test_server_errors_fail_the_generation(
+    server: FakeOllama, status: int, needle: str, stream: bool
+) -> None:
     backend = backend_for(server, QWEN)
     server.fail_next(status)
     with pytest.raises(GenerationFailed, match=rf"HTTP {status}: .*{needle}"):
-        backend.generate(request())
+        backend.generate(streamed() if stream else request())
     assert chats(server) == []
     backend.generate(request())  # the next request goes through
     assert len(chats(server)) == 1
 
 
-def test_a_slow_answer_times_out_as_unavailable(server: FakeOllama) -> None:
+def test_an_error_in_the_stream_fails_the_generation(server: FakeOllama) -> None:
+    server.break_stream_next("llama runner process has terminated")
+    with pytest.raises(GenerationFailed, match="chat failed: llama runner process has term"):
+        backend_for(server, QWEN).generate(streamed())
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_slow_answer_times_out_as_unavailable(server: FakeOllama, stream: bool) -> None:
     server.delay_next(3.0)
     backend = backend_for(server, QWEN, timeout_s=0.3)
     with pytest.raises(BackendUnavailable, match="timed out"):
-        backend.generate(request())
+        backend.generate(streamed() if stream else request())
 
 
 def test_unload_sends_keep_alive_zero_and_the_model_leaves_ps(server: FakeOllama) -> None:

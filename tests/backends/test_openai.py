@@ -116,6 +116,8 @@ def test_unreachable_base_url_is_unavailable() -> None:
         backend.describe()
     with pytest.raises(BackendUnavailable):
         backend.generate(tips_request())
+    with pytest.raises(BackendUnavailable):
+        backend.generate(STREAMED)
 
 
 @pytest.mark.slow

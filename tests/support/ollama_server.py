@@ -62,7 +62,7 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class _Fault:
-    kind: str  # "fail" | "delay" | "garbage" | "none"
+    kind: str  # "fail" | "delay" | "garbage" | "break" | "none"
     status: int = 200
     body: str = ""
     seconds: float = 0.0
@@ -255,6 +255,12 @@ class FakeOllama:
         """
         with self._lock:
             self._faults += [_Fault("delay", seconds=seconds)] * count
+
+    def break_stream_next(self, error: str = "llama runner process has terminated") -> None:
+        """Break the next generation request: a stream after its first piece, with an error
+        line as Ollama sends one mid-stream; an unstreamed request with HTTP 500."""
+        with self._lock:
+            self._faults.append(_Fault("break", status=500, body=error))
 
     def garbage_next(self, count: int = 1) -> None:
         """Answer the next ``count`` generation requests with content that is not tips."""
@@ -458,6 +464,9 @@ class _Handler(BaseHTTPRequestHandler):
             "eval_duration": 1_000_000 * eval_tokens,
         }
         if not body.get("stream", True):
+            if fault.kind == "break":
+                self._send(fault.status, {"error": fault.body})
+                return
             part = (
                 {"message": {"role": "assistant", "content": content}}
                 if chat
@@ -478,4 +487,7 @@ class _Handler(BaseHTTPRequestHandler):
             line = {"model": requested, "created_at": _now(), **part, "done": False}
             self.wfile.write(json.dumps(line).encode() + b"\n")
             self.wfile.flush()
+            if fault.kind == "break":
+                self.wfile.write(json.dumps({"error": fault.body}).encode() + b"\n")
+                return
         self.wfile.write(json.dumps({**base, **empty, **stats}).encode() + b"\n")

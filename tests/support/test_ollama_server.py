@@ -185,6 +185,20 @@ def test_injected_error_in_streaming_chat(client: ollama.Client, server: FakeOll
     assert failed.value.error == "llama runner process has terminated"
 
 
+def test_a_broken_stream_ends_with_an_error_line(client: ollama.Client, server: FakeOllama) -> None:
+    server.break_stream_next("llama runner process has terminated")
+    parts = []
+    with pytest.raises(ollama.ResponseError) as failed:
+        for part in client.chat(QWEN, messages=user(), stream=True):
+            parts.append(part)
+    assert len(parts) == 1 and not parts[0].done
+    assert failed.value.error == "llama runner process has terminated"
+    server.break_stream_next("out of memory")
+    with pytest.raises(ollama.ResponseError) as unstreamed:
+        client.chat(QWEN, messages=user())
+    assert (unstreamed.value.status_code, unstreamed.value.error) == (500, "out of memory")
+
+
 def test_delay_makes_client_time_out_then_recovers(server: FakeOllama) -> None:
     server.delay_next(2.0)
     impatient = ollama.Client(host=server.url, timeout=0.3)

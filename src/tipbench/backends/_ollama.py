@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, ClassVar, cast
 
 import httpx
 import ollama
+from ollama import ChatResponse
 
 from tipbench._errors import BackendUnavailable, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
 from tipbench.backends._spec import parse_size
+from tipbench.backends._streaming import read_until_complete
 
 _UNLOAD_WAIT_S = 10.0
 
@@ -74,16 +76,14 @@ class OllamaBackend(Backend):
         )
 
     def generate(self, request: GenerationRequest) -> Generation:
+        if request.complete is not None and request.constraint == "none":
+            return self._generate_until_complete(request, request.complete)
         with self._errors("chat"):
             response = self.client.chat(
                 self.spec.name,
                 messages=request.chat_messages(),
                 format=request.json_schema or ("json" if request.json_object else None),
-                options={
-                    "temperature": request.temperature,
-                    "seed": request.seed,
-                    "num_predict": request.max_tokens,
-                },
+                options=_options(request),
                 keep_alive=self.options.keep_alive,
                 stream=False,
             )
@@ -94,6 +94,49 @@ class OllamaBackend(Backend):
             structured=request.constraint != "none",
         )
 
+    def _generate_until_complete(
+        self, request: GenerationRequest, complete: Callable[[str], bool]
+    ) -> Generation:
+        """Stream a free answer and close the stream as soon as the answer is complete.
+
+        Token counts are those of the stream's last chunk (`done`) when it ended by itself.
+        Stopped early, the completion tokens are the chunks that carried text (Ollama streams
+        one token per chunk), and the prompt tokens are Ollama's count of the same messages
+        in a one-token request (Ollama counts the whole prompt, cached or not).
+        """
+        with self._errors("chat"):
+            # the client's stream is a generator: closing it closes the HTTP response
+            chunks = cast(
+                "Generator[ChatResponse, None, None]",
+                self.client.chat(
+                    self.spec.name,
+                    messages=request.chat_messages(),
+                    options=_options(request),
+                    keep_alive=self.options.keep_alive,
+                    stream=True,
+                ),
+            )
+            with contextlib.closing(chunks):
+                answer = read_until_complete(chunks, lambda chunk: chunk.message.content, complete)
+        last = answer.last
+        if last is None:
+            raise GenerationFailed(f"{self.spec}: Ollama ended the chat stream unanswered")
+        if last.done:
+            return Generation(answer.text, last.prompt_eval_count or 0, last.eval_count or 0, False)
+        return Generation(answer.text, self._prompt_tokens(request), answer.pieces, False)
+
+    def _prompt_tokens(self, request: GenerationRequest) -> int:
+        """Ollama's count of the request's prompt tokens, from a one-token request."""
+        with self._errors("count prompt tokens"):
+            response = self.client.chat(
+                self.spec.name,
+                messages=request.chat_messages(),
+                options=_options(request) | {"num_predict": 1},
+                keep_alive=self.options.keep_alive,
+                stream=False,
+            )
+        return response.prompt_eval_count or 0
+
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
         """Turn the ollama client's exceptions into tipbench's error tree."""
@@ -103,6 +146,8 @@ class OllamaBackend(Backend):
         except ollama.ResponseError as exc:
             if exc.status_code == 404 and what in ("show", "load"):
                 raise ModelNotFound(f"{spec}: Ollama at {url} has no such model") from None
+            if exc.status_code == -1:  # an error line in a stream
+                raise GenerationFailed(f"{spec}: Ollama {what} failed: {exc.error}") from None
             raise GenerationFailed(
                 f"{spec}: Ollama {what} failed with HTTP {exc.status_code}: {exc.error}"
             ) from None
@@ -110,6 +155,14 @@ class OllamaBackend(Backend):
             raise BackendUnavailable(f"{spec}: Ollama at {url} timed out ({what})") from None
         except (ConnectionError, httpx.TransportError):
             raise BackendUnavailable(f"{spec}: cannot reach Ollama at {url}") from None
+
+
+def _options(request: GenerationRequest) -> dict[str, Any]:
+    return {
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "num_predict": request.max_tokens,
+    }
 
 
 def _canonical(name: str) -> str:
