@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tipbench.backends import GenerationRequest
-from tipbench.collect import Cell, TipsComplete, parse_tips
+from tipbench.collect import AnswerDone, Cell, parse_tips
 
 
 def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def stop_points(pieces: Mapping[str, list[str]], n_tips: int) -> dict[str, int]:
     gets there is absent: its answer runs to the token limit."""
     points = {}
     for name, chunks in pieces.items():
-        complete, text = TipsComplete(n_tips), ""
+        complete, text = AnswerDone(n_tips), ""
         for count, piece in enumerate(chunks, start=1):
             text += piece
             if complete(text):

@@ -24,7 +24,7 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.backends._gguf import read_gguf_header
-from tipbench.collect import TipsComplete, parse_tips, tips_schema
+from tipbench.collect import AnswerDone, parse_tips, tips_schema
 from tipbench.suite import load_suite
 
 SMOLLM2 = ModelSpec.parse("llamacpp:smollm2-135m")
@@ -120,7 +120,7 @@ def test_a_free_answer_stops_once_it_is_complete(loaded: Backend) -> None:
     )
     whole = loaded.generate(free)
     streamed = loaded.generate(replace(free, complete=lambda text: False))
-    early = loaded.generate(replace(free, complete=TipsComplete(3)))
+    early = loaded.generate(replace(free, complete=AnswerDone(3)))
 
     # streaming samples the same tokens and counts them as the unstreamed answer does
     assert streamed.text == whole.text

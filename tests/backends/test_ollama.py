@@ -34,7 +34,7 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.backends import _ollama as ollama_backend
-from tipbench.collect import TipsComplete, parse_tips, tips_schema
+from tipbench.collect import AnswerDone, parse_tips, tips_schema
 
 QWEN = "qwen2.5:0.5b"
 GEMMA = "gemma3:1b"
@@ -203,7 +203,7 @@ def test_a_free_answer_stops_once_it_is_complete(server: FakeOllama) -> None:
     backend = backend_for(server, QWEN)
     whole = backend.generate(request(schema=False))
     sent = len(server.requests)
-    early = backend.generate(streamed(TipsComplete(2)))
+    early = backend.generate(streamed(AnswerDone(2)))
 
     assert whole.text.startswith(early.text)
     assert parse_tips(early.text, 2).tips == parse_tips(whole.text, 2).tips

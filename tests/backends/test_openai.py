@@ -31,7 +31,7 @@ from tipbench.backends import (
     check_size,
     open_backend,
 )
-from tipbench.collect import CollectConfig, TipsComplete, collect, parse_tips, tips_schema
+from tipbench.collect import AnswerDone, CollectConfig, collect, parse_tips, tips_schema
 from tipbench.suite import load_suite
 from tipbench.tracking import CANDIDATES_FILE, CELL_RUNS
 
@@ -228,7 +228,7 @@ def test_a_free_answer_stops_once_it_is_complete(
     whole = afresh(backend, free)
     hangups = llama_server.log_text().count(HANGUP)
     sent = len(recorder.sent)
-    early = afresh(backend, replace(free, complete=TipsComplete(3)))
+    early = afresh(backend, replace(free, complete=AnswerDone(3)))
 
     assert whole.text.startswith(early.text)
     assert len(parse_tips(early.text, 3).tips) == 3
@@ -550,7 +550,7 @@ def test_a_stream_stopped_early_counts_its_chunks_and_asks_for_the_prompt_tokens
     streaming_stub: Callable[..., StreamingStub],
 ) -> None:
     stub = streaming_stub(usage="end")
-    answer = backend_at(stub.url).generate(replace(FREE, complete=TipsComplete(2)))
+    answer = backend_at(stub.url).generate(replace(FREE, complete=AnswerDone(2)))
     assert answer.text == "".join(PIECES[:TWO_TIPS])
     assert (answer.prompt_tokens, answer.completion_tokens) == (PROMPT_TOKENS, TWO_TIPS)
     stream, count = stub.chat_requests
@@ -562,7 +562,7 @@ def test_usage_sent_with_every_chunk_counts_a_stream_stopped_early(
     streaming_stub: Callable[..., StreamingStub],
 ) -> None:
     stub = streaming_stub(usage="every")
-    answer = backend_at(stub.url).generate(replace(FREE, complete=TipsComplete(2)))
+    answer = backend_at(stub.url).generate(replace(FREE, complete=AnswerDone(2)))
     assert (answer.prompt_tokens, answer.completion_tokens) == (PROMPT_TOKENS, 2 * TWO_TIPS)
     assert len(stub.chat_requests) == 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from tipbench.collect import TipsComplete, parse_tips, tips_schema
+from tipbench.collect import AnswerDone, parse_tips, tips_schema
 from tipbench.collect._parse import TIP_PATTERN
 
 
@@ -99,21 +99,35 @@ def test_json_cut_off_after_a_preamble() -> None:
 
 def test_an_answer_is_complete_once_its_last_wanted_tip_has_ended() -> None:
     listed = "Here you go:\n1. Draft the report outline before lunch today.\n2. Call the dentist"
-    assert not TipsComplete(2)(listed)  # the second line may go on
-    assert TipsComplete(2)(listed + " at nine tomorrow.\n")
-    assert not TipsComplete(3)(listed + " at nine tomorrow.\n")
+    assert not AnswerDone(2)(listed)  # the second line may go on
+    assert AnswerDone(2)(listed + " at nine tomorrow.\n")
+    assert not AnswerDone(3)(listed + " at nine tomorrow.\n")
 
     as_json = '{"tips": ["Draft the report outline before lunch today.", "Call the dentist'
-    assert not TipsComplete(2)(as_json)  # the string is still open
-    assert TipsComplete(2)(as_json + ' at nine tomorrow."')
+    assert not AnswerDone(2)(as_json)  # the string is still open
+    assert AnswerDone(2)(as_json + ' at nine tomorrow."')
     # a line cut inside a quotation is not read as a finished line
     quoted = '1. Draft the "quarterly" report outline today.\n2. Say "'
-    assert not TipsComplete(2)(quoted)
+    assert not AnswerDone(2)(quoted)
 
 
 def test_completeness_is_checked_again_only_when_a_tip_may_have_ended() -> None:
-    complete = TipsComplete(1)
+    complete = AnswerDone(1)
     text = "1. Draft the report outline"
     assert not complete(text)
     assert not complete(text + " before lunch")  # no newline or quote since: not parsed
     assert complete(text + " before lunch today.\n")
+
+
+def test_an_answer_that_ran_away_is_done_without_its_tips() -> None:
+    # one string or line longer than any tip can be: more tokens cannot make it usable
+    looping = '{"tips": ["' + "20 minutes of walking, " * 40
+    assert AnswerDone(5)(looping)
+    assert not AnswerDone(5)('{"tips": ["' + "20 minutes of walking, " * 10)
+    assert AnswerDone(5)("Said: " * 200)
+    # a run of strings that are not tips: times, numbers, placeholders
+    times = '{"tips": [' + ", ".join(f'"{h}:00 PM"' for h in range(8, 24))
+    assert AnswerDone(5)(times + ", ")
+    assert not AnswerDone(5)('{"tips": ["...", "10:50 AM", "14:30 PM", ')
+    # what stopped is parsed as usual: the caller sees it is not usable and retries
+    assert parse_tips(times, 5).tips == ()

@@ -8,7 +8,7 @@ from tipbench.collect._config import (
     CollectConfig,
 )
 from tipbench.collect._grid import Cell, plan_grid
-from tipbench.collect._parse import ParsedTips, TipsComplete, parse_tips, tips_schema
+from tipbench.collect._parse import AnswerDone, ParsedTips, parse_tips, tips_schema
 from tipbench.collect._record import CellOutcome, build_record
 from tipbench.collect._runner import CollectProgress, CollectResult, collect, preflight
 
@@ -17,13 +17,13 @@ __all__ = [
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",
+    "AnswerDone",
     "Cell",
     "CellOutcome",
     "CollectConfig",
     "CollectProgress",
     "CollectResult",
     "ParsedTips",
-    "TipsComplete",
     "build_record",
     "collect",
     "parse_tips",

@@ -12,7 +12,7 @@ from tipbench.backends import (
     StructuredMode,
     constraints_for,
 )
-from tipbench.collect._parse import TipsComplete, tips_schema
+from tipbench.collect._parse import AnswerDone, tips_schema
 from tipbench.suite import PromptVersion, Scenario, content_hash
 
 
@@ -77,7 +77,7 @@ class Cell:
             max_tokens=self.max_tokens,
             json_schema=tips_schema(self.n_tips) if constraint == "schema" else None,
             json_object=constraint == "json",
-            complete=TipsComplete(self.n_tips) if constraint == "none" else None,
+            complete=AnswerDone(self.n_tips) if constraint == "none" else None,
         )
 
 

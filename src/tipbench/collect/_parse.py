@@ -32,6 +32,10 @@ _MIN_PLAIN_LINES = 2
 _MIN_TIP_WORDS = 3
 # Longer than this is a runaway answer, not one tip (the prompts ask for at most 25 words).
 _MAX_TIP_CHARS = 400
+# A free answer has run away when this much follows its last quote or newline (twice the
+# longest tip: room for a long preamble), or when this many non-tips per wanted tip came.
+_RUNAWAY_CHARS = 2 * _MAX_TIP_CHARS
+_JUNK_PER_TIP = 3
 # One sentence that starts with a word: keeps small models from filling the list with
 # "..." or runs of digits when their output is constrained by the schema.
 TIP_PATTERN = r"^[A-Z][A-Za-z']* [A-Za-z0-9 ,;:'()/%-]{10,160}[.!]$"
@@ -69,15 +73,20 @@ def parse_tips(text: str, n_tips: int) -> ParsedTips:
     return _best(text, n_tips, _READINGS)
 
 
-class TipsComplete:
-    """Whether a growing answer already holds `n_tips` complete tips: the test a free
-    (unconstrained) generation stops on, instead of running on to the token limit.
+class AnswerDone:
+    """Whether a growing free (unconstrained) answer needs no more tokens: the test its
+    generation stops on, instead of running on to the token limit.
 
-    Only a JSON answer or a numbered or bulleted list counts: loose lines may be a preamble
-    that a list follows. A tip is complete once its JSON string is closed or its list line
-    has ended, so the JSON readings look at the answer up to its last quote and the list
-    reading up to its last newline. Called on every streamed token, it parses again only
-    when one of those grew.
+    It is done when it holds `n_tips` complete tips, as a JSON answer or a numbered or
+    bulleted list (loose lines may be a preamble that a list follows): a tip is complete once
+    its JSON string is closed or its list line has ended, so the JSON readings look at the
+    answer up to its last quote and the list reading up to its last newline. It is also done
+    when it has run away, as small models do, so that more tokens cannot make it usable:
+    more than `_RUNAWAY_CHARS` since the last quote or newline (no tip is that long), or
+    `_JUNK_PER_TIP` × `n_tips` strings or list lines that are not tips (a run of "1:1", times
+    or "..."). The caller then parses what there is, and retries if it is not usable.
+
+    Called on every streamed token, it parses again only when a quote or newline was added.
     """
 
     def __init__(self, n_tips: int) -> None:
@@ -86,17 +95,24 @@ class TipsComplete:
 
     def __call__(self, text: str) -> bool:
         quote, newline = text.rfind('"'), text.rfind("\n")
+        if len(text) - 1 - max(quote, newline) > _RUNAWAY_CHARS:
+            return True
         if (quote, newline) == self._checked:
             return False
         self._checked = (quote, newline)
-        readings = ((text[: quote + 1], _JSON_READINGS), (text[: max(newline, 0)], _LIST_READINGS))
-        return any(
-            len(_best(part, self.n_tips, read).tips) >= self.n_tips for part, read in readings
-        )
+        parts = ((text[: quote + 1], _JSON_READINGS), (text[: max(newline, 0)], _LIST_READINGS))
+        for part, readings in parts:
+            body = _body(part)
+            for _, read in readings:
+                items = [_clean(item) for item in read(body)]
+                tips = sum(_tip_like(item) for item in items)
+                if tips >= self.n_tips or len(items) - tips >= _JUNK_PER_TIP * self.n_tips:
+                    return True
+        return False
 
 
 def _best(text: str, n_tips: int, readings: tuple[_Reading, ...]) -> ParsedTips:
-    body = _FENCE.sub("", text.strip())
+    body = _body(text)
     best = ParsedTips((), "none")
     for method, read in readings:
         tips = tuple(t for t in (_clean(x) for x in read(body)) if _tip_like(t))[:n_tips]
@@ -105,6 +121,11 @@ def _best(text: str, n_tips: int, readings: tuple[_Reading, ...]) -> ParsedTips:
         if len(best.tips) >= n_tips:
             break
     return best
+
+
+def _body(text: str) -> str:
+    """The answer without surrounding space and code fences."""
+    return _FENCE.sub("", text.strip())
 
 
 def _from_json(body: str) -> list[str]:
