@@ -53,8 +53,9 @@ class GenerationRequest:
     With `json_schema` the answer is constrained to that schema (a grammar evaluated on
     every sampled token, which costs speed); with `json_object` (and no schema) to some
     JSON object; with neither the backend generates freely. A free request may say when its
-    answer is complete (`complete`, given the text so far): the backend then streams and stops
-    there instead of running on to `max_tokens`, which a grammar does by itself.
+    answer needs no more tokens (`complete`, given the text so far: collect's `AnswerDone`):
+    the backend then streams and stops there instead of running on to `max_tokens`, as a
+    grammar ends a constrained answer by itself.
     """
 
     messages: tuple[Message, ...]
