@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,44 +55,41 @@ def request_pair(cell: Cell) -> dict[str, Any]:
     }
 
 
-def stop_points(pieces: Mapping[str, list[str]], n_tips: int) -> dict[str, int]:
-    """Per cell, the tokens after which collect stops its free answer (it holds `n_tips`
-    complete tips), from the answer's streamed chunks (one per token); a cell that never
-    gets there is absent: its answer runs to the token limit."""
-    points = {}
-    for name, chunks in pieces.items():
-        complete, text = AnswerDone(n_tips), ""
-        for count, piece in enumerate(chunks, start=1):
-            text += piece
-            if complete(text):
-                points[name] = count
-                break
-    return points
+@dataclass(frozen=True)
+class Replay:
+    """What (a) replays of (b): where collect stops each free answer, and which cells it
+    retries with the schema; both decided from (u)'s streamed answers."""
 
+    stops: dict[str, int]  # cell -> tokens after which its free answer is done (else absent)
+    retried: set[str]  # cells whose free answer does not parse into n_tips tips
 
-def free_answers(pieces: Mapping[str, list[str]], stops: Mapping[str, int]) -> dict[str, str]:
-    """Each cell's free answer as collect keeps it: cut at its stop point."""
-    return {name: "".join(chunks[: stops.get(name)]) for name, chunks in pieces.items()}
+    @classmethod
+    def of(cls, pieces: Mapping[str, list[str]], n_tips: int) -> Replay:
+        """From each cell's streamed free answer (one chunk per token)."""
+        stops = {}
+        for name, chunks in pieces.items():
+            done, text = AnswerDone(n_tips), ""
+            for count, piece in enumerate(chunks, start=1):
+                text += piece
+                if done(text):
+                    stops[name] = count
+                    break
+        retried = {
+            name
+            for name, chunks in pieces.items()
+            if len(parse_tips("".join(chunks[: stops.get(name)]), n_tips).tips) < n_tips
+        }
+        return cls(stops, retried)
 
-
-def retried_cells(free_texts: Mapping[str, str], n_tips: int) -> set[str]:
-    """The cells whose free answer does not parse into `n_tips` tips: (b) retries them."""
-    return {
-        name for name, text in free_texts.items() if len(parse_tips(text, n_tips).tips) < n_tips
-    }
-
-
-def replay(
-    pair: Mapping[str, Any], retried: set[str], stops: Mapping[str, int]
-) -> list[dict[str, Any]]:
-    """(a)'s requests for a cell: (b)'s free request, cut where collect stops it, then the
-    schema retry if it retries. The free answer of a retried cell is named `NAME#free`, so
-    that NAME holds the final answer, as (b)'s response.txt does."""
-    name = pair["name"]
-    free = pair["free"] | ({"max_tokens": stops[name]} if name in stops else {})
-    if name not in retried:
-        return [free]
-    return [free | {"name": name + "#free"}, pair["schema"]]
+    def requests(self, pair: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """(a)'s requests for a cell: (b)'s free request, cut where collect stops it, then
+        the schema retry if it retries. The free answer of a retried cell is named
+        `NAME#free`, so that NAME holds the final answer, as (b)'s response.txt does."""
+        name = pair["name"]
+        free = pair["free"] | ({"max_tokens": self.stops[name]} if name in self.stops else {})
+        if name not in self.retried:
+            return [free]
+        return [free | {"name": name + "#free"}, pair["schema"]]
 
 
 def full_cells(texts: Mapping[str, str], names: list[str], n_tips: int) -> int:

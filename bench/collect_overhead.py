@@ -64,15 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import _baseline_llamacpp
-from _arms import (
-    free_answers,
-    full_cells,
-    replay,
-    request_pair,
-    retried_cells,
-    stop_points,
-    tipbench_command,
-)
+from _arms import Replay, full_cells, request_pair, tipbench_command
 from _cpu import CpuMeter, Timed, run_timed
 from _report import ArmResult, best_ratio, median_ratio, print_arms
 from tipbench._dev.servers import MlflowServer
@@ -203,14 +195,12 @@ def write_requests(grid: Grid, path: Path, pick: Any) -> None:
     path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
 
-def write_replay(grid: Grid, free_pieces: dict[str, list[str]]) -> tuple[int, set[str]]:
+def write_replay(grid: Grid, free_pieces: dict[str, list[str]]) -> Replay:
     """(a)'s requests: (b)'s free request per cell, cut where collect stops it, then the
-    schema retry where its answer does not parse into n_tips tips; returns how many free
-    answers stop early, and the retried cells."""
-    stops = stop_points(free_pieces, grid.config.n_tips)
-    retried = retried_cells(free_answers(free_pieces, stops), grid.config.n_tips)
-    write_requests(grid, grid.requests_file, lambda pair: replay(pair, retried, stops))
-    return len(stops), retried
+    schema retry where its answer does not parse into n_tips tips."""
+    replay = Replay.of(free_pieces, grid.config.n_tips)
+    write_requests(grid, grid.requests_file, replay.requests)
+    return replay
 
 
 # --------------------------------------------------------------------------- timing
@@ -399,10 +389,10 @@ def one_round(
         output = json.loads(out.read_text(encoding="utf-8"))
         arms[arm] = bare_arm(result, output, grid)
         if arm == "u" and not grid.requests_file.exists():
-            stopped, retried = write_replay(grid, output["pieces"])
+            replay = write_replay(grid, output["pieces"])
             print(
-                f"  (a) replays (b)'s requests: {stopped} free answers stop early, "
-                f"{len(retried)} schema retries",
+                f"  (a) replays (b)'s requests: {len(replay.stops)} free answers stop early, "
+                f"{len(replay.retried)} schema retries",
                 flush=True,
             )
 

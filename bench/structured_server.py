@@ -41,15 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _arms import (
-    free_answers,
-    full_cells,
-    replay,
-    request_pair,
-    retried_cells,
-    stop_points,
-    tipbench_command,
-)
+from _arms import Replay, full_cells, request_pair, tipbench_command
 from _report import ARM_LABELS, ArmResult, print_arms
 from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import ModelSpec
@@ -165,14 +157,11 @@ def main() -> int:
             # untimed warm-up: the first answers page the model in; (u) decides (a)'s retries
             warm = bare(free, url, folder / "warm.json", env, names, n)
             pieces = json.loads((folder / "warm.json").read_text())["pieces"]
-            stops = stop_points(pieces, n)
-            retried = retried_cells(free_answers(pieces, stops), n)
-            replayed = write(
-                folder / "replay.json", [r for p in pairs for r in replay(p, retried, stops)]
-            )
+            replay = Replay.of(pieces, n)
+            replayed = write(folder / "replay.json", [r for p in pairs for r in replay.requests(p)])
             print(
-                f"  warm-up done ({warm.seconds:.1f} s); (a) has {len(stops)} free answers "
-                f"stopping early and {len(retried)} retries"
+                f"  warm-up done ({warm.seconds:.1f} s); (a) has {len(replay.stops)} free "
+                f"answers stopping early and {len(replay.retried)} retries"
             )
             order = ["u", "s", "a", "b"]
             for number in range(1, args.repeat + 1):

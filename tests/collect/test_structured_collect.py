@@ -15,6 +15,7 @@ from mlflow.entities import Run
 from tipbench.backends import ModelSpec
 from tipbench.collect import CollectConfig, collect, plan_grid
 from tipbench.suite import load_suite
+from tipbench.tracking import CELL_RUNS
 
 GRID = {
     "models": "llamacpp:smollm2-135m",
@@ -29,7 +30,7 @@ def cell_runs(uri: str, experiment: str) -> list[Run]:
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None
-    return client.search_runs([exp.experiment_id], "tags.`tipbench.kind` = 'cell'")
+    return client.search_runs([exp.experiment_id], CELL_RUNS)
 
 
 def test_schema_cells_keep_the_keys_they_had_before_modes_existed() -> None:
