@@ -3,7 +3,8 @@ background writer that keeps MLflow off the hot path.
 
 MLflow calls cost tens of milliseconds, so generation (or judging) hands finished work to
 `BackgroundWriter.submit` and goes on; a worker thread performs the MLflow writes in
-submission order. A failed write is retried, then recorded: it never stops the grid.
+submission order, at a lower CPU priority than generation. A failed write is retried, then
+recorded: it never stops the grid.
 `record_run` writes one run now, for a command that records what it did (a leaderboard,
 a promotion decision), and reports a failure as one line.
 """
@@ -11,6 +12,7 @@ a promotion decision), and reports a failure as one line.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import shutil
 import tempfile
@@ -75,6 +77,7 @@ class BackgroundWriter:
         return self.failures
 
     def _work(self) -> None:
+        _yield_cpu()
         while (item := self._queue.get()) is not None:
             label, job = item
             for attempt in range(1, _WRITE_ATTEMPTS + 1):
@@ -86,6 +89,13 @@ class BackgroundWriter:
                         self.failures.append(WriteFailure(label, short_error(exc)))
                     else:
                         time.sleep(0.5 * attempt)
+
+
+def _yield_cpu() -> None:
+    """Lower this thread's CPU priority (nice +10; Linux sets it per thread), so that on a
+    machine busy generating the writes wait for a free core, not the model's threads."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
 def log_texts(
