@@ -176,8 +176,11 @@ def main() -> int:
                     else:
                         requests = {"u": free, "s": schema, "a": replayed}[key]
                         arms[key] = bare(requests, url, work / "out.json", env, names, n)
+                    arm = arms[key]
                     print(
-                        f"  round {number}: {ARM_LABELS[key]} {arms[key].seconds:.2f} s", flush=True
+                        f"  round {number}: {ARM_LABELS[key]} {arm.seconds:.2f} s "
+                        f"({arm.inside:.2f} s in requests)",
+                        flush=True,
                     )
                 rounds.append(arms)
     print()

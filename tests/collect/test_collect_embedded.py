@@ -10,7 +10,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from support.servers import MlflowServer
-from tipbench.collect import CollectConfig, CollectResult, collect
+from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
 from tipbench.tracking import CELL_RUNS
 
 pytestmark = pytest.mark.slow
@@ -31,9 +31,33 @@ def cell_runs(uri: str, experiment: str) -> list[Run]:
     return client.search_runs([exp.experiment_id], CELL_RUNS)
 
 
-def run_grid(uri: str, experiment: str, **overrides: object) -> CollectResult:
+def run_grid(
+    uri: str, experiment: str, progress: Told | None = None, **overrides: object
+) -> CollectResult:
     config = CollectConfig.model_validate({**GRID, "experiment": experiment, **overrides})
-    return collect(config, tracking_uri=uri)
+    return collect(config, tracking_uri=uri, progress=progress)
+
+
+class Told:
+    """A `CollectProgress` that keeps what it is told, in order: (what, about)."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, object]] = []
+
+    def begin(self, total: int, done: int) -> None:
+        self.told.append(("begin", done))
+
+    def start(self, label: str) -> None:
+        self.told.append(("start", label))
+
+    def advance(self, outcome: CellOutcome) -> None:
+        self.told.append(("advance", outcome.cell.name))
+
+    def note(self, message: str) -> None:
+        self.told.append(("note", message))
+
+    def first(self, what: str) -> int:
+        return [told for told, _ in self.told].index(what)
 
 
 def test_grid_records_one_run_per_cell(sqlite_uri: str, experiment: str) -> None:
@@ -87,6 +111,25 @@ def test_rerun_resumes_without_duplicates_or_loads(sqlite_uri: str, experiment: 
     assert (again.skipped, again.succeeded, again.exit_code) == (2, 0, 0)
     assert not again.model_loads
     assert len(cell_runs(sqlite_uri, experiment)) == 2
+
+
+def test_a_new_experiment_is_generated_while_the_store_opens(
+    sqlite_uri: str, experiment: str
+) -> None:
+    # MLflow takes seconds to open: a new experiment holds no cell, so the first one is
+    # generated meanwhile, and the bar gets its count once the store has answered
+    new = Told()
+    run_grid(sqlite_uri, experiment, new, n_scenarios=1)
+    assert new.first("start") < new.first("begin")
+    assert new.told[new.first("begin")] == ("begin", 0)
+
+    # an experiment that exists: its recorded cells decide what is generated, first
+    more = Told()
+    result = run_grid(sqlite_uri, experiment, more)
+    assert more.told[more.first("begin")] == ("begin", 2)
+    assert more.first("begin") < more.first("start")
+    assert (result.skipped, result.succeeded) == (2, 2)
+    assert len(cell_runs(sqlite_uri, experiment)) == 4
 
 
 def test_identical_requests_come_from_the_cache(sqlite_uri: str, experiment: str) -> None:

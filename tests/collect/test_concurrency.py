@@ -20,7 +20,12 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from support.cells import record_cells
 from support.servers import MlflowServer
+from tipbench._phase import SilentProgress
+from tipbench.backends import ModelSpec
+from tipbench.collect import Cell, CellOutcome, CollectConfig
+from tipbench.suite import load_suite
 from tipbench.tracking import KIND_LOCK, KIND_TAG, TrackingStore, experiment_lock, holder_name
 
 pytestmark = pytest.mark.slow
@@ -187,3 +192,34 @@ def test_duplicates_in_a_store_are_repaired_by_the_next_collect(
     quiet = start_collect(sqlite_uri, experiment, tmp_path / "a", *grid)
     _, err = quiet.communicate(timeout=600)
     assert quiet.returncode == 0 and "repaired" not in err
+
+
+def test_a_cell_generated_ahead_is_dropped_if_another_collect_recorded_it(
+    sqlite_uri: str, experiment: str
+) -> None:
+    # Collect generates a new experiment's first cells before the store has answered; a
+    # collection that started at the same moment may record them first. Its run is kept.
+    from tipbench.collect._ledger import Ledger
+    from tipbench.tracking import open_in_background
+
+    [recorded] = record_cells(sqlite_uri, experiment, n_scenarios=1)
+    suite = load_suite()
+    cell = Cell(
+        ModelSpec.parse("llamacpp:smollm2-135m"), "test", suite.prompt("v1"),
+        suite.select_scenarios(1)[0], 2, 0.7, 42, 128, suite.label,
+    )  # fmt: skip
+    config = CollectConfig(models=[str(cell.model)], prompts=["v1"], experiment=experiment)
+    ledger = Ledger(
+        open_in_background(sqlite_uri), config, suite, [cell], SilentProgress(),
+        ahead=True,
+    )  # fmt: skip
+    assert ledger.wants(cell)  # before the store answers, every cell is generated
+    ledger.record(CellOutcome(cell, ("Generated ahead.", "Dropped."), "json", None, 0.5, 1))
+    assert not ledger.wants(cell)
+    result = ledger.open()
+    ledger.close(interrupted=False)
+
+    assert (result.total, result.skipped, result.succeeded, result.exit_code) == (1, 1, 0, 0)
+    runs = runs_of(sqlite_uri, experiment, "cell")
+    assert [r.info.run_id for r in runs] == [recorded]
+    assert runs_of(sqlite_uri, experiment, KIND_LOCK) == []

@@ -8,9 +8,10 @@ from tipbench.collect._config import (
     CollectConfig,
 )
 from tipbench.collect._grid import Cell, plan_grid
+from tipbench.collect._ledger import CollectProgress, CollectResult
 from tipbench.collect._parse import AnswerDone, ParsedTips, parse_tips, tips_schema
 from tipbench.collect._record import CellOutcome, build_record
-from tipbench.collect._runner import CollectProgress, CollectResult, collect, preflight
+from tipbench.collect._runner import collect, preflight
 
 __all__ = [
     "BENCH_EXPERIMENT_PATTERN",

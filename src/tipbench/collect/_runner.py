@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from tipbench._errors import BackendError, GenerationFailed
-from tipbench._phase import PhaseResult, SilentProgress
-from tipbench._words import counted
+from tipbench._phase import SilentProgress
 from tipbench.backends import (
     Backend,
     Generation,
@@ -25,48 +22,12 @@ from tipbench.backends import (
 )
 from tipbench.collect._cache import ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
-from tipbench.collect._duplicates import DuplicateReport, resolve_duplicates
 from tipbench.collect._grid import Cell, plan_grid
+from tipbench.collect._ledger import CollectProgress, CollectResult, Ledger
 from tipbench.collect._parse import parse_tips
-from tipbench.collect._record import CellOutcome, build_record
-from tipbench.suite import Suite, content_hash, load_suite
-from tipbench.tracking import (
-    KIND_COLLECTION,
-    BackgroundWriter,
-    TrackingStore,
-    data_dir,
-    experiment_lock,
-    write_run,
-)
-
-LOCK_SCOPE = "collect"
-
-
-class CollectProgress(Protocol):
-    """Receives progress while a grid runs (the CLI draws a bar from it)."""
-
-    def begin(self, total: int, done: int) -> None: ...
-    def start(self, label: str) -> None: ...  # a cell is being generated now
-    def advance(self, outcome: CellOutcome) -> None: ...  # a cell is done
-    def note(self, message: str) -> None: ...
-
-
-@dataclass
-class CollectResult(PhaseResult):
-    """What a collection did; `exit_code` is 0 only if every cell is recorded successfully.
-
-    `failed` and `unwritten` name cells (`model|prompt_version|scenario_id`).
-    """
-
-    experiment: str
-    tracking_uri: str
-    parent_run_id: str
-    total: int
-    skipped: int = 0
-    succeeded: int = 0
-    model_loads: Counter[str] = field(default_factory=Counter)
-    duplicates: DuplicateReport = field(default_factory=DuplicateReport)
-    warnings: list[str] = field(default_factory=list)
+from tipbench.collect._record import CellOutcome
+from tipbench.suite import load_suite
+from tipbench.tracking import data_dir, has_experiment, open_in_background
 
 
 def collect(
@@ -89,6 +50,10 @@ def collect(
     suite = load_suite(config.suite)
     prompts = [suite.prompt(version) for version in config.prompts]
     scenarios = suite.select_scenarios(config.n_scenarios)
+    # a new experiment holds no cell yet: generation need not wait for the store
+    ahead = has_experiment(tracking_uri, config.experiment) is False
+    progress.note("opening the tracking store")
+    opening = open_in_background(tracking_uri)
     backends = preflight(config)
     cells = plan_grid(
         [(backend.spec, identity) for backend, identity in backends],
@@ -101,106 +66,27 @@ def collect(
         suite=suite.label,
         structured=config.structured,
     )
-
-    progress.note("opening the tracking store")
-    store = TrackingStore(tracking_uri)
-    experiment_id = store.experiment_id(config.experiment, create=True)
-
-    def waiting(holder: str) -> None:
-        progress.note(f"waiting for the collection of {holder} into {config.experiment!r}")
-
-    with experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=waiting):
-        return _collect_locked(
-            config, suite, backends, cells, store, experiment_id, progress, retry
-        )
-
-
-def _collect_locked(
-    config: CollectConfig,
-    suite: Suite,
-    backends: list[tuple[Backend, str]],
-    cells: list[Cell],
-    store: TrackingStore,
-    experiment_id: str,
-    progress: CollectProgress,
-    retry: RetryPolicy | None,
-) -> CollectResult:
-    """The collection proper, while this process alone writes cells to the experiment."""
-    duplicates = resolve_duplicates(store, experiment_id)
-    existing = store.cell_runs(experiment_id)
-    done = {run.cell_key for run in existing if run.finished}
-    stale: dict[str, list[str]] = {}
-    for run in existing:
-        if not run.finished:
-            stale.setdefault(run.cell_key, []).append(run.run_id)
-    pending = [cell for cell in cells if cell.key not in done]
-    parent = store.open_parent(
-        experiment_id,
-        KIND_COLLECTION,
-        content_hash(sorted(cell.key for cell in cells)),
-        name=f"collect {time.strftime('%Y-%m-%d %H:%M')}",
-        params=_collection_params(config, suite),
-    )
-    result = CollectResult(
-        config.experiment, store.uri, parent, len(cells), len(cells) - len(pending)
-    )
-    result.duplicates = duplicates
-    available = len(suite.scenarios)
-    if config.n_scenarios > available:
-        result.warnings.append(
-            f"asked for {counted(config.n_scenarios, 'scenario')}, but suite {suite.name!r} has "
-            f"{available}: ran all {available}"
-        )
-    other_modes = sorted({run.structured for run in existing if run.ok} - {config.structured})
-    if other_modes:
-        result.warnings.append(
-            f"experiment {config.experiment!r} also holds cells collected with --structured "
-            f"{' and '.join(other_modes)}: its leaderboard would compare answers made "
-            "differently; collect each mode into its own experiment"
-        )
-    progress.begin(len(cells), result.skipped)
-
-    writer = BackgroundWriter(store)
-    cache = ResponseCache(data_dir() / "cache.sqlite") if config.use_cache else None
-
-    def record(outcome: CellOutcome) -> None:
-        run = build_record(
-            outcome,
-            suite.rubric,
-            with_diversity=config.diversity,
-            replaces=tuple(stale.get(outcome.cell.key, ())),
-        )
-        writer.submit(run.run_name, lambda client: write_run(client, experiment_id, run, parent))
-        if outcome.ok:
-            result.succeeded += 1
-        else:
-            result.failed.append((outcome.cell.name, outcome.error or ""))
-        progress.advance(outcome)
-
-    block = _Block(config, retry or RetryPolicy(), cache, record, progress, result.model_loads)
+    ledger = Ledger(opening, config, suite, cells, progress, ahead=ahead)
+    interrupted = False
+    cache: ResponseCache | None = None
     try:
+        if not ahead:
+            ledger.open()
+        if config.use_cache:
+            cache = ResponseCache(data_dir() / "cache.sqlite")
+        block = _Block(config, retry or RetryPolicy(), cache, ledger, progress)
         for backend, _ in backends:
-            block.run(backend, [cell for cell in pending if cell.model == backend.spec])
+            block.run(backend, [cell for cell in cells if cell.model == backend.spec])
+        result = ledger.open()  # so that the parent run exists when nothing was generated
+        result.model_loads = block.loads
+        return result
     except KeyboardInterrupt:
-        result.interrupted = True
+        interrupted = True
         raise
     finally:
-        progress.note("writing the last runs to MLflow")
-        result.unwritten = [(f.label, f.error) for f in writer.close()]
         if cache is not None:
             cache.close()
-        status = "KILLED" if result.interrupted else "FAILED" if result.exit_code else "FINISHED"
-        store.close_parent(
-            parent,
-            status,
-            {
-                "cells_total": result.total,
-                "cells_skipped": result.skipped,
-                "cells_ok": result.succeeded,
-                "cells_failed": len(result.failed),
-            },
-        )
-    return result
+        ledger.close(interrupted)
 
 
 def preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
@@ -216,21 +102,6 @@ def preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
     return [(model.backend, model.info.identity) for model in opened]
 
 
-def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
-    return {
-        "models": ",".join(config.models),
-        "prompts": ",".join(config.prompts),
-        "n_tips": str(config.n_tips),
-        "n_scenarios": str(config.n_scenarios),
-        "temperature": str(config.temperature),
-        "seed": str(config.seed),
-        "max_model_b": str(config.max_model_b),
-        "structured": config.structured,
-        "suite": suite.label,
-        "suite_hash": suite.hash,
-    }
-
-
 @dataclass
 class _Block:
     """Runs one model's cells: cached answers first, then one load for the rest."""
@@ -238,16 +109,16 @@ class _Block:
     config: CollectConfig
     retry: RetryPolicy
     cache: ResponseCache | None
-    record: Callable[[CellOutcome], None]
+    ledger: Ledger
     progress: CollectProgress
-    loads: Counter[str]
+    loads: Counter[str] = field(default_factory=Counter)
 
     def run(self, backend: Backend, cells: list[Cell]) -> None:
         todo = []
-        for cell in cells:
+        for cell in filter(self.ledger.wants, cells):
             outcome = self._from_cache(cell)
             if outcome is not None:
-                self.record(outcome)
+                self.ledger.record(outcome)
             else:
                 todo.append(cell)
         if not todo:
@@ -263,20 +134,28 @@ class _Block:
                 raise
             for cell in todo:
                 failed = CellOutcome(cell, error=f"load failed: {exc}", finished_at=time.time())
-                self.record(failed)
+                self.ledger.record(failed)
 
     def _generate_all(self, backend: Backend, cells: list[Cell]) -> None:
+        """Generate the cells still wanted: generated ahead of the store, the recorded cells
+        it reveals are not generated again."""
+
+        def generate(cell: Cell) -> CellOutcome | None:
+            return self._generate(backend, cell) if self.ledger.wants(cell) else None
+
         if backend.parallel_requests and self.config.concurrency > 1:
             with ThreadPoolExecutor(self.config.concurrency) as pool:
                 try:
-                    for outcome in pool.map(lambda c: self._generate(backend, c), cells):
-                        self.record(outcome)
+                    for outcome in pool.map(generate, cells):
+                        if outcome is not None:
+                            self.ledger.record(outcome)
                 except BaseException:
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise
         else:
             for cell in cells:
-                self.record(self._generate(backend, cell))
+                if (outcome := generate(cell)) is not None:
+                    self.ledger.record(outcome)
 
     def _from_cache(self, cell: Cell) -> CellOutcome | None:
         if self.cache is None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -78,22 +80,27 @@ def check_experiment(uri: str | None, name: str) -> None:
     """Refuse an experiment that a local SQLite store does not have, without MLflow.
 
     Importing MLflow and setting up its store take seconds; a typo in `--experiment` is
-    answered before that. Only a SQLite store is checked this way (read-only, by
-    MLflow's table of experiments); for any other store, or a database this check cannot
+    answered before that. For any other store, or a database that `has_experiment` cannot
     read, it says nothing and `TrackingStore.experiment_id` decides.
 
     Raises:
-        TrackingError: If the store's file does not exist, or has no active experiment
-            `name` (the same message as `experiment_id`).
+        TrackingError: If the store has no active experiment `name` (the same message as
+            `experiment_id`).
     """
-    resolved = resolve_tracking_uri(uri)
-    parsed = urlparse(resolved)
+    if has_experiment(uri, name) is False:
+        raise TrackingError(f"no experiment {name!r} at {resolve_tracking_uri(uri)}")
+
+
+def has_experiment(uri: str | None, name: str) -> bool | None:
+    """Whether a local SQLite store has an active experiment `name`, read without MLflow
+    (read-only, from MLflow's table of experiments); a missing or empty database has none.
+    `None` for any other store, or a database this cannot read."""
+    parsed = urlparse(resolve_tracking_uri(uri))
     if parsed.scheme != "sqlite" or parsed.path in ("", "/", "/:memory:"):
-        return
+        return None
     path = Path(parsed.path[1:])
-    missing = TrackingError(f"no experiment {name!r} at {resolved}")
-    if not path.is_file():
-        raise missing
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
     import sqlite3
 
     try:
@@ -105,9 +112,26 @@ def check_experiment(uri: str | None, name: str) -> None:
                 (name,),
             ).fetchone()
     except sqlite3.Error:
-        return  # not a layout this check knows: let MLflow answer
-    if found is None:
-        raise missing
+        return None  # not a layout this knows: let MLflow answer
+    return found is not None
+
+
+def open_in_background(uri: str | None) -> Future[TrackingStore]:
+    """Open the store in a background thread.
+
+    MLflow takes seconds to import and set up: a phase can check its input, or generate,
+    meanwhile. The thread is a daemon, so an error or Ctrl-C elsewhere never waits for it.
+    """
+    opening: Future[TrackingStore] = Future()
+
+    def work() -> None:
+        try:
+            opening.set_result(TrackingStore(uri))
+        except BaseException as exc:  # handed to whoever waits for the store
+            opening.set_exception(exc)
+
+    threading.Thread(target=work, name="tipbench-store-opening", daemon=True).start()
+    return opening
 
 
 class TrackingStore:

@@ -1,0 +1,232 @@
+"""Collect's record in the experiment: the cells it holds already, the collection's parent run,
+and the writer that records each cell as it is done.
+
+MLflow takes seconds to import and set up, so the store opens in the background
+(`open_in_background`) while the models are checked (the experiment is created only once
+they pass). Generation then waits for it, as the
+experiment's recorded cells decide what is generated, unless the experiment is new (`ahead`):
+then the first cells are generated meanwhile and recorded once the store is open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import Future
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tipbench._phase import PhaseResult
+from tipbench._words import counted
+from tipbench.collect._config import CollectConfig
+from tipbench.collect._duplicates import DuplicateReport, resolve_duplicates
+from tipbench.collect._grid import Cell
+from tipbench.collect._record import CellOutcome, build_record
+from tipbench.suite import Suite, content_hash
+from tipbench.tracking import (
+    KIND_COLLECTION,
+    BackgroundWriter,
+    TrackingStore,
+    experiment_lock,
+    write_run,
+)
+
+LOCK_SCOPE = "collect"
+
+
+class CollectProgress(Protocol):
+    """Receives progress while a grid runs (the CLI draws a bar from it)."""
+
+    def begin(self, total: int, done: int) -> None: ...
+    def start(self, label: str) -> None: ...  # a cell is being generated now
+    def advance(self, outcome: CellOutcome) -> None: ...  # a cell is done
+    def note(self, message: str) -> None: ...
+
+
+@dataclass
+class CollectResult(PhaseResult):
+    """What a collection did; `exit_code` is 0 only if every cell is recorded successfully.
+
+    `failed` and `unwritten` name cells (`model|prompt_version|scenario_id`).
+    """
+
+    experiment: str
+    tracking_uri: str
+    parent_run_id: str
+    total: int
+    skipped: int = 0
+    succeeded: int = 0
+    model_loads: Counter[str] = field(default_factory=Counter)
+    duplicates: DuplicateReport = field(default_factory=DuplicateReport)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Open:
+    """The ledger once the store has answered, while it holds the experiment's lock."""
+
+    store: TrackingStore
+    experiment_id: str
+    parent: str
+    done: frozenset[str]  # keys of the cells recorded successfully before this collection
+    stale: dict[str, list[str]]  # unfinished runs by cell key, replaced when it is recorded
+    writer: BackgroundWriter
+    result: CollectResult
+
+
+class Ledger:
+    """Which cells to generate, and where each outcome goes; `open` it, `close` it at the end.
+
+    `open` waits for the store, takes the experiment's collect lock (waiting while another
+    collection holds it), reads the recorded cells and opens the parent run. Until then,
+    every cell is wanted if the ledger may run `ahead`; an outcome generated ahead for a
+    cell that another collection recorded meanwhile is dropped, so nothing is duplicated.
+    """
+
+    def __init__(
+        self,
+        opening: Future[TrackingStore],
+        config: CollectConfig,
+        suite: Suite,
+        cells: list[Cell],
+        progress: CollectProgress,
+        *,
+        ahead: bool,
+    ) -> None:
+        self.opening = opening
+        self.config = config
+        self.suite = suite
+        self.cells = cells
+        self.progress = progress
+        self.ahead = ahead
+        self._open: _Open | None = None
+        self._held = ExitStack()  # the lock
+
+    def wants(self, cell: Cell) -> bool:
+        """Whether `cell` is to be generated (from any thread)."""
+        opened = self._open
+        if opened is None:
+            return self.ahead
+        return cell.key not in opened.done
+
+    def open(self) -> CollectResult:
+        """Wait for the store and set the collection up in it (once; main thread)."""
+        if self._open is None:
+            store = self.opening.result()
+            experiment_id = store.experiment_id(self.config.experiment, create=True)
+
+            def waiting(holder: str) -> None:
+                self.progress.note(
+                    f"waiting for the collection of {holder} into {self.config.experiment!r}"
+                )
+
+            self._held.enter_context(
+                experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=waiting)
+            )
+            try:
+                self._open = self._set_up(store, experiment_id)
+            except BaseException:
+                self._held.close()
+                raise
+        return self._open.result
+
+    def record(self, outcome: CellOutcome) -> None:
+        """Queue the run that records `outcome` (main thread)."""
+        self.open()
+        opened = self._open
+        assert opened is not None
+        key = outcome.cell.key
+        if key in opened.done:  # generated ahead, and recorded meanwhile by another collect
+            return
+        run = build_record(
+            outcome,
+            self.suite.rubric,
+            with_diversity=self.config.diversity,
+            replaces=tuple(opened.stale.get(key, ())),
+        )
+        parent = opened.parent
+        experiment_id = opened.experiment_id
+        opened.writer.submit(
+            run.run_name, lambda client: write_run(client, experiment_id, run, parent)
+        )
+        result = opened.result
+        if outcome.ok:
+            result.succeeded += 1
+        else:
+            result.failed.append((outcome.cell.name, outcome.error or ""))
+        self.progress.advance(outcome)
+
+    def close(self, interrupted: bool) -> None:
+        """Write what is queued, end the parent run and release the lock (if opened)."""
+        opened = self._open
+        if opened is None:
+            return
+        result = opened.result
+        result.interrupted = interrupted
+        try:
+            self.progress.note("writing the last runs to MLflow")
+            result.unwritten = [(f.label, f.error) for f in opened.writer.close()]
+            status = "KILLED" if interrupted else "FAILED" if result.exit_code else "FINISHED"
+            opened.store.close_parent(
+                opened.parent,
+                status,
+                {
+                    "cells_total": result.total,
+                    "cells_skipped": result.skipped,
+                    "cells_ok": result.succeeded,
+                    "cells_failed": len(result.failed),
+                },
+            )
+        finally:
+            self._held.close()
+
+    def _set_up(self, store: TrackingStore, experiment_id: str) -> _Open:
+        config, suite, cells = self.config, self.suite, self.cells
+        duplicates = resolve_duplicates(store, experiment_id)
+        existing = store.cell_runs(experiment_id)
+        done = frozenset(run.cell_key for run in existing if run.finished)
+        stale: dict[str, list[str]] = {}
+        for run in existing:
+            if not run.finished:
+                stale.setdefault(run.cell_key, []).append(run.run_id)
+        parent = store.open_parent(
+            experiment_id,
+            KIND_COLLECTION,
+            content_hash(sorted(cell.key for cell in cells)),
+            name=f"collect {time.strftime('%Y-%m-%d %H:%M')}",
+            params=_collection_params(config, suite),
+        )
+        skipped = sum(cell.key in done for cell in cells)
+        result = CollectResult(config.experiment, store.uri, parent, len(cells), skipped)
+        result.duplicates = duplicates
+        available = len(suite.scenarios)
+        if config.n_scenarios > available:
+            result.warnings.append(
+                f"asked for {counted(config.n_scenarios, 'scenario')}, but suite "
+                f"{suite.name!r} has {available}: ran all {available}"
+            )
+        other_modes = sorted({run.structured for run in existing if run.ok} - {config.structured})
+        if other_modes:
+            result.warnings.append(
+                f"experiment {config.experiment!r} also holds cells collected with "
+                f"--structured {' and '.join(other_modes)}: its leaderboard would compare "
+                "answers made differently; collect each mode into its own experiment"
+            )
+        self.progress.begin(len(cells), skipped)
+        return _Open(store, experiment_id, parent, done, stale, BackgroundWriter(store), result)
+
+
+def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
+    return {
+        "models": ",".join(config.models),
+        "prompts": ",".join(config.prompts),
+        "n_tips": str(config.n_tips),
+        "n_scenarios": str(config.n_scenarios),
+        "temperature": str(config.temperature),
+        "seed": str(config.seed),
+        "max_model_b": str(config.max_model_b),
+        "structured": config.structured,
+        "suite": suite.label,
+        "suite_hash": suite.hash,
+    }
