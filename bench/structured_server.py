@@ -179,7 +179,7 @@ def main() -> int:
                     arm = arms[key]
                     print(
                         f"  round {number}: {ARM_LABELS[key]} {arm.seconds:.2f} s "
-                        f"({arm.inside:.2f} s in requests)",
+                        f"({arm.request_seconds:.2f} s in requests)",
                         flush=True,
                     )
                 rounds.append(arms)

@@ -112,30 +112,11 @@ class Ledger:
 
     def open(self) -> CollectResult:
         """Wait for the store and set the collection up in it (once; main thread)."""
-        if self._open is None:
-            store = self.opening.result()
-            experiment_id = store.experiment_id(self.config.experiment, create=True)
-
-            def waiting(holder: str) -> None:
-                self.progress.note(
-                    f"waiting for the collection of {holder} into {self.config.experiment!r}"
-                )
-
-            self._held.enter_context(
-                experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=waiting)
-            )
-            try:
-                self._open = self._set_up(store, experiment_id)
-            except BaseException:
-                self._held.close()
-                raise
-        return self._open.result
+        return self._opened().result
 
     def record(self, outcome: CellOutcome) -> None:
         """Queue the run that records `outcome` (main thread)."""
-        self.open()
-        opened = self._open
-        assert opened is not None
+        opened = self._opened()
         key = outcome.cell.key
         if key in opened.done:  # generated ahead, and recorded meanwhile by another collect
             return
@@ -180,6 +161,26 @@ class Ledger:
             )
         finally:
             self._held.close()
+
+    def _opened(self) -> _Open:
+        if self._open is None:
+            store = self.opening.result()
+            experiment_id = store.experiment_id(self.config.experiment, create=True)
+
+            def waiting(holder: str) -> None:
+                self.progress.note(
+                    f"waiting for the collection of {holder} into {self.config.experiment!r}"
+                )
+
+            self._held.enter_context(
+                experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=waiting)
+            )
+            try:
+                self._open = self._set_up(store, experiment_id)
+            except BaseException:
+                self._held.close()
+                raise
+        return self._open
 
     def _set_up(self, store: TrackingStore, experiment_id: str) -> _Open:
         config, suite, cells = self.config, self.suite, self.cells
