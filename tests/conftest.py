@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,16 @@ def tipbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt in this process and in those the test starts,
+    also when the suite itself runs in the background: a shell without job control starts
+    background commands with SIGINT ignored, and their children inherit that."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

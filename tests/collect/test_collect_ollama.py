@@ -406,6 +406,7 @@ class CtrlCDuringLoad(FakeOllama):
             os.kill(os.getpid(), signal.SIGINT)
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_while_the_model_loads_still_unloads_it(sqlite_uri: str) -> None:
     with CtrlCDuringLoad(MODELS) as server:
         with pytest.raises(KeyboardInterrupt):

@@ -77,6 +77,7 @@ def test_sigkill_then_resume(sqlite_uri: str, experiment: str, tipbench_home: Pa
     assert_one_run_per_cell(sqlite_uri, experiment, 6)
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_stops_cleanly_and_resumes(
     sqlite_uri: str, experiment: str, tipbench_home: Path
 ) -> None:
