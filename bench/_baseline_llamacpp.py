@@ -3,7 +3,8 @@
 
     python bench/_baseline_llamacpp.py REQUESTS.json OUT.json
 
-REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx` and, per model, its GGUF path
+REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx`, `shortlist_grammar` (check
+grammars on a shortlist first, as the embedded backend does) and, per model, its GGUF path
 and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`,
 `response_format`, `stream`). Each model is loaded as tipbench's embedded backend loads it
 (`n_ctx`, plain CPU buffers, `TIPBENCH_LLAMA_THREADS`), then asked with
@@ -11,9 +12,11 @@ and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`,
 collect streams its free requests. OUT.json gets each answer's text and completion tokens by
 name, and a streamed answer's chunks (one per token) under `pieces`.
 
-It imports no tipbench: this is what the same generations cost without it. It writes marks
-to stderr (`loading M`, `loaded M`, `[i/n] name`, `unloading M`) from which the caller times
-the phases and the requests.
+It imports no tipbench: this is what the same generations cost without it. With
+`shortlist_grammar` it loads tipbench's `_shortlist.py` on its own, a module that needs only
+llama-cpp-python and numpy, so that constrained requests are sampled as collect samples them.
+It writes marks to stderr (`loading M`, `loaded M`, `[i/n] name`, `unloading M`) from which
+the caller times the phases and the requests.
 """
 
 from __future__ import annotations
@@ -48,6 +51,19 @@ def plain_cpu_buffers() -> Iterator[None]:
         lib.llama_model_default_params = default
 
 
+def shortlist_grammar() -> Any:
+    """`tipbench.backends._shortlist.shortlist_grammar`, loaded from its file alone."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "src" / "tipbench" / "backends" / "_shortlist.py"
+    spec = importlib.util.spec_from_file_location("_shortlist", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.shortlist_grammar
+
+
 def mark(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -58,12 +74,15 @@ def main(requests_path: str, out_path: str) -> None:
     threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
     extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
     texts, tokens, pieces = {}, {}, {}
+    shortlisted = shortlist_grammar() if spec.get("shortlist_grammar") else None
     for block in spec["blocks"]:
         mark("loading " + block["model"])
         from llama_cpp import Llama
 
         with plain_cpu_buffers():
             llm = Llama(model_path=block["model_path"], n_ctx=spec["n_ctx"], verbose=False, **extra)
+        if shortlisted is not None:
+            shortlisted(llm)
         mark("loaded " + block["model"])
         for i, r in enumerate(block["requests"], start=1):
             response: Any = llm.create_chat_completion(

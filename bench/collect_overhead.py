@@ -6,14 +6,16 @@ each as a fresh process, wall clock from process start to exit:
 
   (a) baseline: plain llama-cpp-python in a loop, making the SAME requests (same rendered
       prompts, seeds, max tokens, JSON schema) that collect makes, with the same model
-      settings (n_ctx, plain CPU buffers, TIPBENCH_LLAMA_THREADS);
+      settings (n_ctx, plain CPU buffers, TIPBENCH_LLAMA_THREADS) and grammar sampling
+      (the backend's shortlist, `_shortlist.py`);
   (b) `tipbench collect` into a real `mlflow server` (loopback, proxied artifacts), with a
       fresh TIPBENCH_HOME and --no-cache, in its default structured mode (`auto`: free
       generation, a schema-constrained retry only for answers that do not parse);
   (u) plain llama-cpp-python, the same prompts sent unconstrained (no schema, no grammar):
       the backend's own speed;
-  (s) plain llama-cpp-python, the same prompts each constrained by the JSON schema: what
-      every request cost before `--structured` (collect's old behaviour).
+  (s) plain llama-cpp-python, the same prompts each constrained by the JSON schema with
+      llama-cpp-python's own grammar check (every token of the vocabulary): what every
+      request cost before `--structured` and the shortlist (collect's old behaviour).
 
 (a) replays exactly the requests (b) makes: every free request, and the constrained retry
 for the cells whose free answer does not parse (known from (u)'s answers, which (b) gets
@@ -182,7 +184,9 @@ def plan(args: argparse.Namespace, folder: Path) -> Grid:
     return grid
 
 
-def write_requests(grid: Grid, path: Path, pick: Any) -> None:
+def write_requests(grid: Grid, path: Path, pick: Any, *, shortlist: bool = False) -> None:
+    """Write the requests `pick` takes from each cell's pair; with `shortlist`, the baseline
+    checks grammars on a shortlist first, as the embedded backend does."""
     blocks = [
         {
             "model": block["model"],
@@ -191,7 +195,7 @@ def write_requests(grid: Grid, path: Path, pick: Any) -> None:
         }
         for block in grid.blocks
     ]
-    spec = {"n_ctx": BackendOptions().n_ctx, "blocks": blocks}
+    spec = {"n_ctx": BackendOptions().n_ctx, "shortlist_grammar": shortlist, "blocks": blocks}
     path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
 
@@ -199,7 +203,7 @@ def write_replay(grid: Grid, free_pieces: dict[str, list[str]]) -> Replay:
     """(a)'s requests: (b)'s free request per cell, cut where collect stops it, then the
     schema retry where its answer does not parse into n_tips tips."""
     replay = Replay.of(free_pieces, grid.config.n_tips)
-    write_requests(grid, grid.requests_file, replay.requests)
+    write_requests(grid, grid.requests_file, replay.requests, shortlist=True)
     return replay
 
 

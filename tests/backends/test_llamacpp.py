@@ -155,6 +155,46 @@ def test_schema_constrained_request_gives_the_requested_number_of_tips(loaded: B
         assert len(json.loads(answer.text)["tips"]) == 2
 
 
+# Constraints the shortlist mostly satisfies (the tips schema, any JSON object), and one the
+# model's likeliest tokens never satisfy, so the whole vocabulary is checked at each step.
+ODD_TIPS = {"type": "array", "items": {"type": "string", "pattern": "^[QXZ]{3,8}$"}}
+CONSTRAINTS = [
+    {"json_schema": tips_schema(3)},
+    {"json_object": True},
+    {"json_schema": {"type": "object", "properties": {"tips": ODD_TIPS}, "required": ["tips"]}},
+]
+
+
+@pytest.mark.slow
+def test_a_constrained_answer_is_what_llama_cpp_samples_with_its_own_grammar_check(
+    loaded: Backend, smollm2_path: Path
+) -> None:
+    # The backend checks the grammar on the likeliest tokens first (it halves a small
+    # model's speed on the whole vocabulary): the same seed must still give the same text.
+    from llama_cpp import Llama
+
+    from tipbench.backends._llamacpp import plain_cpu_buffers
+
+    with plain_cpu_buffers():
+        stock = Llama(model_path=str(smollm2_path), n_ctx=BackendOptions().n_ctx, verbose=False)
+    try:
+        for seed, constraint in enumerate(CONSTRAINTS):
+            asked = replace(request(seed=seed, max_tokens=60), **constraint)
+            schema = asked.json_schema
+            expected = stock.create_chat_completion(
+                messages=asked.chat_messages(),
+                temperature=asked.temperature,
+                seed=asked.seed,
+                max_tokens=asked.max_tokens,
+                response_format={"type": "json_object", **({"schema": schema} if schema else {})},
+            )
+            answer = loaded.generate(asked)
+            assert answer.text == expected["choices"][0]["message"]["content"], constraint
+            assert answer.text.lstrip().startswith("{")
+    finally:
+        stock.close()
+
+
 @pytest.mark.slow
 def test_unload_frees_the_model_and_a_second_load_works() -> None:
     backend = open_backend(SMOLLM2)
