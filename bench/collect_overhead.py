@@ -15,7 +15,9 @@ each as a fresh process, wall clock from process start to exit:
       the backend's own speed;
   (s) plain llama-cpp-python, the same prompts each constrained by the JSON schema with
       llama-cpp-python's own grammar check (every token of the vocabulary): what every
-      request cost before `--structured` and the shortlist (collect's old behaviour).
+      request cost before `--structured` and the shortlist (collect's old behaviour);
+  (t) the same as (s), the grammar checked on a shortlist first as the embedded backend
+      does: what `--structured schema` costs now.
 
 (a) replays exactly the requests (b) makes: every free request, and the constrained retry
 for the cells whose free answer does not parse (known from (u)'s answers, which (b) gets
@@ -120,6 +122,7 @@ class Grid:
     requests_file: Path  # (a): written once (u)'s answers show which cells (b) retries
     free_file: Path  # (u)
     schema_file: Path  # (s)
+    shortlist_file: Path  # (t)
     blocks: list[dict[str, Any]] = field(default_factory=list)  # per model: both requests
 
     def collect_args(self, experiment: str, tracking_uri: str) -> list[str]:
@@ -177,10 +180,12 @@ def plan(args: argparse.Namespace, folder: Path) -> Grid:
         folder / "requests.json",
         folder / "requests-free.json",
         folder / "requests-schema.json",
+        folder / "requests-schema-shortlist.json",
         blocks,
     )
     write_requests(grid, grid.free_file, lambda pair: [pair["free"]])
     write_requests(grid, grid.schema_file, lambda pair: [pair["schema"]])
+    write_requests(grid, grid.shortlist_file, lambda pair: [pair["schema"]], shortlist=True)
     return grid
 
 
@@ -384,6 +389,7 @@ def one_round(
     for arm, label, requests in (
         ("u", "(u) plain llama-cpp-python, unconstrained", grid.free_file),
         ("s", "(s) plain llama-cpp-python, every request schema-constrained", grid.schema_file),
+        ("t", "(t) the same, the grammar checked on a shortlist first", grid.shortlist_file),
     ):
         out = work / f"arm-{arm}.json"
         command = [sys.executable, str(BASELINE), str(requests), str(out)]
