@@ -113,23 +113,30 @@ def test_rerun_resumes_without_duplicates_or_loads(sqlite_uri: str, experiment: 
     assert len(cell_runs(sqlite_uri, experiment)) == 2
 
 
+@pytest.mark.parametrize("store", ["sqlite", "server"])
 def test_a_new_experiment_is_generated_while_the_store_opens(
-    sqlite_uri: str, experiment: str
+    store: str, request: pytest.FixtureRequest, experiment: str
 ) -> None:
     # MLflow takes seconds to open: a new experiment holds no cell, so the first one is
-    # generated meanwhile, and the bar gets its count once the store has answered
+    # generated meanwhile, and the bar gets its count once the store has answered. A local
+    # store is read for it, a server asked over REST.
+    uri = (
+        request.getfixturevalue("sqlite_uri")
+        if store == "sqlite"
+        else request.getfixturevalue("mlflow_server").url
+    )
     new = Told()
-    run_grid(sqlite_uri, experiment, new, n_scenarios=1)
+    run_grid(uri, experiment, new, n_scenarios=1)
     assert new.first("start") < new.first("begin")
     assert new.told[new.first("begin")] == ("begin", 0)
 
     # an experiment that exists: its recorded cells decide what is generated, first
     more = Told()
-    result = run_grid(sqlite_uri, experiment, more)
+    result = run_grid(uri, experiment, more)
     assert more.told[more.first("begin")] == ("begin", 2)
     assert more.first("begin") < more.first("start")
     assert (result.skipped, result.succeeded) == (2, 2)
-    assert len(cell_runs(sqlite_uri, experiment)) == 4
+    assert len(cell_runs(uri, experiment)) == 4
 
 
 def test_identical_requests_come_from_the_cache(sqlite_uri: str, experiment: str) -> None:

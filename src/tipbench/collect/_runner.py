@@ -27,7 +27,7 @@ from tipbench.collect._ledger import CollectProgress, CollectResult, Ledger
 from tipbench.collect._parse import parse_tips
 from tipbench.collect._record import CellOutcome
 from tipbench.suite import load_suite
-from tipbench.tracking import data_dir, has_experiment, open_in_background
+from tipbench.tracking import data_dir, experiment_is_new, open_in_background
 
 
 def collect(
@@ -51,7 +51,7 @@ def collect(
     prompts = [suite.prompt(version) for version in config.prompts]
     scenarios = suite.select_scenarios(config.n_scenarios)
     # a new experiment holds no cell yet: generation need not wait for the store
-    ahead = has_experiment(tracking_uri, config.experiment) is False
+    ahead = experiment_is_new(tracking_uri, config.experiment)
     progress.note("opening the tracking store")
     opening = open_in_background(tracking_uri)
     backends = preflight(config)

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 from tipbench._errors import TrackingError
 from tipbench._redact import redact_text, redact_uri
 from tipbench.tracking._cell_run import KIND_TAG, CellRun, cell_filter
+from tipbench.tracking._probe import server_has_experiment
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -114,6 +115,16 @@ def has_experiment(uri: str | None, name: str) -> bool | None:
     except sqlite3.Error:
         return None  # not a layout this knows: let MLflow answer
     return found is not None
+
+
+def experiment_is_new(uri: str | None, name: str) -> bool:
+    """Whether the store surely holds no experiment `name` yet, known without MLflow: a local
+    SQLite store without it, or an MLflow server that says so over REST. Only a guess that
+    saves time (generating while MLflow opens): `False` whenever it cannot tell."""
+    resolved = resolve_tracking_uri(uri)
+    if urlparse(resolved).scheme in ("http", "https"):
+        return server_has_experiment(resolved, name) is False
+    return has_experiment(resolved, name) is False
 
 
 def open_in_background(uri: str | None) -> Future[TrackingStore]:
