@@ -14,6 +14,7 @@ from tipbench._errors import (
     TipbenchError,
     TrackingError,
     TransientError,
+    UnusableOutput,
 )
 
 __version__ = "0.1.0"
@@ -32,5 +33,6 @@ __all__ = [
     "TipbenchError",
     "TrackingError",
     "TransientError",
+    "UnusableOutput",
     "__version__",
 ]

@@ -15,6 +15,7 @@ The CLI turns any of them into a one-line message and a non-zero exit:
         └── TransientError       worth retrying: connection, timeout, 5xx, unparsable output
             ├── BackendUnavailable   the server cannot be reached (or timed out)
             └── GenerationFailed     the server answered with an error or unusable output
+                └── UnusableOutput   the model answered, with nothing usable (retried at once)
 """
 
 from __future__ import annotations
@@ -70,3 +71,8 @@ class BackendUnavailable(TransientError):
 
 class GenerationFailed(TransientError):
     """The backend answered with an error, or with output that cannot be parsed."""
+
+
+class UnusableOutput(GenerationFailed):
+    """The model answered, but nothing in the answer can be used. The retry asks again at
+    once (with the next seed): waiting helps a server that failed, not a model's answer."""

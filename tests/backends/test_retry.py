@@ -10,6 +10,7 @@ from tipbench import (
     GenerationFailed,
     ModelNotFound,
     TransientError,
+    UnusableOutput,
 )
 from tipbench.backends import RetryPolicy, call_with_retries
 
@@ -40,6 +41,16 @@ def test_transient_errors_are_retried_with_growing_delays() -> None:
     # exponential backoff with at most 25% jitter: 0.5, 1, 2 seconds
     for delay, base in zip(sleeps, [0.5, 1.0, 2.0], strict=True):
         assert base <= delay <= base * 1.25
+
+
+def test_an_unusable_answer_is_asked_again_at_once() -> None:
+    # the server answered: waiting would not make the model's next answer any better
+    sleeps: list[float] = []
+    fn = Flaky(UnusableOutput("unparsable output: 'Sure!'"), BackendUnavailable("down"))
+    result, attempts = call_with_retries(fn, RetryPolicy(attempts=3, backoff_s=0.5), sleeps.append)
+
+    assert (result, attempts) == ("answer on attempt 3", 3)
+    assert len(sleeps) == 1 and 1.0 <= sleeps[0] <= 1.25  # only the unavailable server waited
 
 
 def test_delays_are_capped() -> None:

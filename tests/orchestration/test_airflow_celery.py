@@ -10,34 +10,28 @@ installed here).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from mlflow import MlflowClient
 from pydantic import SecretStr
 
+from support.airflow_home import finished, wait_for, wait_for_dags
 from support.ollama_server import GEMMA, QWEN, TWO_MODELS, FakeOllama
 from support.servers import MlflowServer
 from tipbench._dev.airflow_celery import ADMIN_PASSWORD, CeleryDeployment
 from tipbench.orchestration import (
     AirflowClient,
-    AirflowError,
     AirflowSettings,
-    AirflowUnavailable,
     TaskInstance,
 )
 from tipbench.tracking import CELL_RUNS, TrackingStore
 
 pytestmark = pytest.mark.slow
-
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -54,39 +48,13 @@ def celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryDeploymen
 @pytest.fixture
 def client(celery: CeleryDeployment) -> Iterator[AirflowClient]:
     api = AirflowClient(AirflowSettings(celery.url, "admin", SecretStr(ADMIN_PASSWORD)))
-
-    def parsed() -> bool | None:
-        try:
-            api.dag_runs("bench_collect")
-        except AirflowError:
-            return None
-        return True
-
-    wait_for(parsed, 300, "the dag processor to parse tipbench's DAGs")
+    wait_for_dags(api)
     yield api
     api.close()
 
 
-def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(AirflowUnavailable):
-            if (value := check()) is not None:
-                return value
-        time.sleep(2.0)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def collects(client: AirflowClient, run_id: str) -> list[TaskInstance]:
     return [t for t in client.task_instances("bench_collect", run_id) if t.task_id == "collect"]
-
-
-def ended(client: AirflowClient, run_id: str) -> Callable[[], str | None]:
-    def check() -> str | None:
-        state = client.run_state("bench_collect", run_id)
-        return state if state in ("success", "failed") else None
-
-    return check
 
 
 def test_bench_collect_on_two_celery_workers_survives_losing_one(
@@ -123,7 +91,7 @@ def test_bench_collect_on_two_celery_workers_survives_losing_one(
         victim_model = wait_for(on_worker_2, 600, "a collect task on worker-2 to record a cell")
         celery.kill_worker("worker-2")  # the machine dies mid-task
 
-        state = wait_for(ended(client, run_id), 1200, "bench_collect to end")
+        state = wait_for(finished(client, "bench_collect", run_id), 1200, "bench_collect to end")
         assert state == "success", celery.log_tail()
 
     tasks = {t.label: t for t in collects(client, run_id)}
@@ -161,7 +129,9 @@ def test_a_store_only_one_machine_sees_is_refused_in_plan(
 ) -> None:
     conf = {"experiment": experiment, "mlflow_url": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     run_id = client.trigger("bench_collect", conf)
-    assert wait_for(ended(client, run_id), 600, "bench_collect to end") == "failed"
+    assert (
+        wait_for(finished(client, "bench_collect", run_id), 600, "bench_collect to end") == "failed"
+    )
     (plan,) = [t for t in client.task_instances("bench_collect", run_id) if t.task_id == "plan"]
     assert plan.state == "failed" and plan.try_number == 1  # not retried
     logs = [p.read_text(errors="replace") for p in celery.root.glob("worker-*/logs/**/*.log")]

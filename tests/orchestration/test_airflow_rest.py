@@ -9,16 +9,15 @@ a real `mlflow server`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -26,7 +25,14 @@ from fastapi.testclient import TestClient
 from mlflow import MlflowClient
 from pydantic import SecretStr
 
-from support.airflow_home import AirflowHome, AirflowStandalone, task_process
+from support.airflow_home import (
+    AirflowHome,
+    AirflowStandalone,
+    finished,
+    task_process,
+    wait_for,
+    wait_for_dags,
+)
 from support.ollama_server import GEMMA, QWEN, TWO_MODELS, FakeOllama
 from support.promotable import MODEL as PROMOTED_MODEL
 from support.promotable import make_promotable_experiment
@@ -34,9 +40,7 @@ from support.servers import MlflowServer
 from tipbench.admin import ServerSettings, create_app
 from tipbench.orchestration import (
     AirflowClient,
-    AirflowError,
     AirflowSettings,
-    AirflowUnavailable,
 )
 from tipbench.promote import production_prompt
 
@@ -44,7 +48,6 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "airflow-test-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -62,16 +65,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStandal
 def client(airflow: AirflowStandalone) -> Iterator[AirflowClient]:
     settings = AirflowSettings(airflow.url, "admin", SecretStr(airflow.admin_password()))
     api = AirflowClient(settings)
-
-    def parsed() -> bool | None:  # the dag processor has bagged both DAGs
-        try:
-            api.dag_runs("bench_collect")
-            api.dag_runs("bench_judged")
-        except AirflowError:
-            return None
-        return True
-
-    wait_for(parsed, 300, "the dag processor to parse tipbench's DAGs")
+    wait_for_dags(api)
     yield api
     api.close()
 
@@ -80,24 +74,6 @@ def client(airflow: AirflowStandalone) -> Iterator[AirflowClient]:
 def ollama() -> Iterator[FakeOllama]:
     with FakeOllama(TWO_MODELS) as server:
         yield server
-
-
-def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(AirflowUnavailable):  # a busy API server may time out
-            if (value := check()) is not None:
-                return value
-        time.sleep(2.0)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def finished(client: AirflowClient, dag_id: str, run_id: str) -> Callable[[], str | None]:
-    def check() -> str | None:
-        state = client.run_state(dag_id, run_id)
-        return state if state in ("success", "failed") else None
-
-    return check
 
 
 def cells(uri: str, experiment: str) -> list[object]:

@@ -1,9 +1,60 @@
 """A real Airflow for tests: `AirflowHome` and `AirflowStandalone` (the whole of Airflow,
 `airflow standalone`, on a loopback port), shared with the benchmarks in
-`tipbench._dev.airflow`."""
+`tipbench._dev.airflow`; and the waits the real-Airflow tests share."""
 
 from __future__ import annotations
 
-from tipbench._dev.airflow import AirflowHome, AirflowStandalone, DagTestRun, task_process
+import contextlib
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
-__all__ = ["AirflowHome", "AirflowStandalone", "DagTestRun", "task_process"]
+from tipbench._dev.airflow import AirflowHome, AirflowStandalone, DagTestRun, task_process
+from tipbench.orchestration import AirflowClient, AirflowError, AirflowUnavailable
+
+__all__ = [
+    "AirflowHome",
+    "AirflowStandalone",
+    "DagTestRun",
+    "finished",
+    "task_process",
+    "wait_for",
+    "wait_for_dags",
+]
+
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
+    """The first value `check` returns other than None, polled every 2 s."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(AirflowUnavailable):  # a busy API server may time out
+            if (value := check()) is not None:
+                return value
+        time.sleep(2.0)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_for_dags(client: AirflowClient) -> None:
+    """Until the dag processor has parsed tipbench's DAGs (the API knows them)."""
+
+    def parsed() -> bool | None:
+        try:
+            client.dag_runs("bench_collect")
+            client.dag_runs("bench_judged")
+        except AirflowError:
+            return None
+        return True
+
+    wait_for(parsed, 300, "the dag processor to parse tipbench's DAGs")
+
+
+def finished(client: AirflowClient, dag_id: str, run_id: str) -> Callable[[], str | None]:
+    """A check for `wait_for`: the run's final state once it has one."""
+
+    def check() -> str | None:
+        state = client.run_state(dag_id, run_id)
+        return state if state in ("success", "failed") else None
+
+    return check

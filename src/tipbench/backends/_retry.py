@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tipbench._errors import TransientError
+from tipbench._errors import TransientError, UnusableOutput
 
 T = TypeVar("T")
 
@@ -40,13 +40,16 @@ def call_with_retries(
 ) -> tuple[T, int]:
     """Call `fn(attempt)` until it succeeds; return its result and the attempts it took.
 
-    Only `TransientError` is retried; the last one is raised when attempts run out.
+    Only `TransientError` is retried, after a backoff unless the output was unusable (the
+    server is fine: the next attempt asks again at once); the last one is raised when
+    attempts run out.
     """
     for attempt in range(1, policy.attempts + 1):
         try:
             return fn(attempt), attempt
-        except TransientError:
+        except TransientError as exc:
             if attempt == policy.attempts:
                 raise
-            sleep(policy.delay(attempt))
+            if not isinstance(exc, UnusableOutput):
+                sleep(policy.delay(attempt))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from tipbench._errors import BackendError, GenerationFailed
+from tipbench._errors import BackendError, UnusableOutput
 from tipbench._phase import SilentProgress
 from tipbench.backends import (
     Backend,
@@ -221,7 +221,7 @@ class _Block:
                 )
             )
             if not parsed.tips:
-                raise GenerationFailed(f"unparsable output: {generation.text[:120]!r}")
+                raise UnusableOutput(f"unparsable output: {generation.text[:120]!r}")
             return tries[-1]
 
         try:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import field_validator
 
-from tipbench._errors import BackendError, ConfigError, GenerationFailed, TrackingError
+from tipbench._errors import BackendError, ConfigError, TrackingError, UnusableOutput
 from tipbench._phase import PhaseConfig, PhaseResult, SilentProgress
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
@@ -314,7 +314,7 @@ class CandidateJudge:
             answers.append(RawAnswer(text, temperature, seed))
             if scores is None:
                 temperature = RESAMPLE_TEMPERATURE
-                raise GenerationFailed(f"unparsable judge output: {text[:120]!r}")
+                raise UnusableOutput(f"unparsable judge output: {text[:120]!r}")
             return scores, (answers[-1].temperature, seed)
 
         return call_with_retries(attempt, self.retry)[0]
