@@ -357,7 +357,8 @@ def test_cancelling_a_job_on_airflow_stops_its_task_and_fails_its_dag_run(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ollama.delay_next(5.0, count=50)
+    # answers slower than Airflow's stop takes to reach the task (a heartbeat or two)
+    ollama.delay_next(10.0, count=50)
     monkeypatch.setenv("TIPBENCH_AIRFLOW_URL", airflow.url)
     monkeypatch.setenv("TIPBENCH_AIRFLOW_PASSWORD_FILE", str(write_password(tmp_path, airflow)))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", sqlite_uri)
