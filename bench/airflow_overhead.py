@@ -39,6 +39,7 @@ from pydantic import SecretStr
 
 from _report import best_ratio, median_ratio
 from tipbench._dev.airflow import AirflowHome, AirflowStandalone
+from tipbench.collect._cache import CACHE_FILE
 from tipbench.orchestration import AirflowClient, AirflowError, AirflowSettings
 from tipbench.tracking import CELL_RUNS
 
@@ -111,10 +112,15 @@ def run_scheduled(
     return (ended - queued).total_seconds(), uri, experiment
 
 
+def standalone_home(root: Path) -> Path:
+    """The standalone's TIPBENCH_HOME, where its tasks cache responses."""
+    return root / "standalone-home"
+
+
 def start_standalone(root: Path) -> tuple[AirflowStandalone, AirflowClient]:
     """A real `airflow standalone` with the DAGs parsed (not timed)."""
     standalone = AirflowStandalone(AirflowHome(root / "standalone").setup())
-    standalone.start(TIPBENCH_HOME=str(root / "standalone-home"))
+    standalone.start(TIPBENCH_HOME=str(standalone_home(root)))
     settings = AirflowSettings(standalone.url, "admin", SecretStr(standalone.admin_password()))
     client = AirflowClient(settings)
     deadline = time.monotonic() + 300
@@ -155,7 +161,7 @@ def main() -> int:
                     elif side == "b":
                         elapsed, uri, experiment = run_dag(airflow, work, args)
                     else:  # cold like the others: no responses cached by an earlier round
-                        (root / "standalone-home" / "cache.sqlite").unlink(missing_ok=True)
+                        (standalone_home(root) / CACHE_FILE).unlink(missing_ok=True)
                         elapsed, uri, experiment = run_scheduled(client, work, args)
                     recorded = cell_count(uri, experiment)
                     complete &= recorded == cells

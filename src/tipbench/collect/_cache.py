@@ -30,6 +30,10 @@ def request_key(model_identity: str, request: GenerationRequest) -> str:
     return content_hash([model_identity, fields])
 
 
+#: The response cache's file in tipbench's data folder (`TIPBENCH_HOME`).
+CACHE_FILE = "cache.sqlite"
+
+
 class ResponseCache:
     """Generations by request key, in a SQLite file; safe to share between threads."""
 

@@ -22,7 +22,7 @@ from tipbench.backends import (
     path_name,
     resident,
 )
-from tipbench.collect._cache import ResponseCache, request_key
+from tipbench.collect._cache import CACHE_FILE, ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._free_first import FreeFirst
 from tipbench.collect._grid import Cell, plan_grid
@@ -78,7 +78,7 @@ def collect(
         if not ahead:
             ledger.open()
         if config.use_cache:
-            cache = ResponseCache(data_dir() / "cache.sqlite")
+            cache = ResponseCache(data_dir() / CACHE_FILE)
         block = _Block(config, retry or RetryPolicy(), cache, ledger, progress)
         for backend, _ in backends:
             block.run(backend, [cell for cell in cells if cell.model == backend.spec])
