@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
+import os
 import signal
 import sys
+import threading
 from types import FrameType
 from typing import NoReturn
 
@@ -68,6 +72,36 @@ def main() -> None:
         events.emit(Finished(exit_code=code if isinstance(code, int) else 0 if code is None else 1))
         raise
     events.emit(Finished(exit_code=0))
+
+
+def run() -> NoReturn:
+    """The `tipbench` command: `main`, then a quick exit.
+
+    Tearing the interpreter down frees the objects of MLflow, SQLAlchemy and the model
+    clients one by one, about a second after a collect. Once the command is done, its exit
+    handlers run and its output flushed, the process ends at once and the system frees its
+    memory; while another thread still runs, it exits as usual, waiting for that thread.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # closed, or a broken pipe: nothing to flush to
+            stream.flush()
+    os._exit(code)
+
+
+def _exit_status(code: str | int | None) -> int:
+    """The status `sys.exit(code)` ends with (a message is printed, as Python prints it)."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
 
 
 def _main(events: ProgressEvents) -> None:

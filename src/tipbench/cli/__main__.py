@@ -1,3 +1,3 @@
-from tipbench.cli import main
+from tipbench.cli import run
 
-main()
+run()
