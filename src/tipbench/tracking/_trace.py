@@ -143,28 +143,24 @@ def candidate_of_span(trace_id: str, span: str | None, count: int) -> str | None
 def write_trace(
     client: MlflowClient, experiment_id: str, trace: CellTrace, run_id: str | None
 ) -> None:
-    """Write `trace` whole: its spans, then its info (which MLflow takes as the trace's end).
+    """Write `trace` whole: its info, then its spans.
+
+    In this order MLflow's SQL store inserts the info with its tags and assessments at once
+    (spans first would create a bare trace that the info then has to be merged into, row by
+    row: twice the work); the spans then keep the info's fields, and tag where they are kept.
 
     Raises:
         Exception: whatever the store raised; the writer retries (writing again is safe).
     """
     from mlflow.entities import TraceData, TraceInfo, TraceLocation, TraceState
-    from mlflow.tracing.constant import TraceMetadataKey, TraceTagKey
+    from mlflow.tracing.constant import TraceMetadataKey
 
     tracing = tracing_client(client)
-    spans = _spans(trace)
-    in_store = True
-    try:
-        tracing.log_spans(experiment_id, spans)
-    except NotImplementedError:  # a store that keeps spans as an artifact of the trace
-        in_store = False
     tags = trace.tags()
     metadata = {}
     if run_id:
         tags[RUN_ID_TAG] = run_id
         metadata[TraceMetadataKey.SOURCE_RUN] = run_id
-    if in_store:
-        tags[TraceTagKey.SPANS_LOCATION] = "TRACKING_STORE"
     info = TraceInfo(
         trace_id=trace.trace_id,
         trace_location=TraceLocation.from_experiment_id(experiment_id),
@@ -178,7 +174,10 @@ def write_trace(
         assessments=list(trace.assessments),
     )
     written = tracing.start_trace(info)
-    if not in_store:
+    spans = _spans(trace)
+    try:
+        tracing.log_spans(experiment_id, spans)
+    except NotImplementedError:  # a store that keeps spans as an artifact of the trace
         tracing._upload_trace_data(written, TraceData(spans=spans))
 
 
