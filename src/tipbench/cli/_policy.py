@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from tipbench._errors import ConfigError
+from tipbench.cli import serving
 from tipbench.cli._options import state_url
 
 store_timeout = click.option(
@@ -175,6 +176,7 @@ def serve_command(
     app = create_app(service, settings, sweeper)
     where = redact_uri(state_url) if state_url else "the SQLite store in $TIPBENCH_HOME"
     click.echo(f"tipbench policy service on http://{host}:{port} (state: {where})", err=True)
+    serving()
     started = True
     with sweeper, contextlib.suppress(KeyboardInterrupt):
         # uvicorn re-raises the signal it stopped on

@@ -9,6 +9,7 @@ import sys
 import click
 
 from tipbench._errors import ConfigError
+from tipbench.cli import serving
 
 
 @click.command("serve")
@@ -37,6 +38,7 @@ def serve_command(host: str, port: int) -> None:
     config = uvicorn.Config(app, host=host, port=port, log_level="info", workers=1)
     redact_access_log()  # after uvicorn.Config, which sets up the loggers
     click.echo(f"tipbench admin on http://{host}:{port} (API schema at /openapi.json)", err=True)
+    serving()
     server = uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the signal it stopped on
         server.run()
