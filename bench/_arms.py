@@ -18,6 +18,7 @@ from a program that imports no tipbench (`_baseline_llamacpp.py`, `_baseline_ope
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -110,3 +111,21 @@ def tipbench_command() -> list[str]:
     """The installed `tipbench` script (not a pyenv shim), else `python -m tipbench.cli`."""
     script = Path(sys.executable).parent / "tipbench"
     return [str(script)] if script.is_file() else [sys.executable, "-m", "tipbench.cli"]
+
+
+def pin_server(server_cpus: str) -> frozenset[int] | None:
+    """The CPUs for the model server (`--server-cpus`, e.g. `0`), this process and every arm
+    it starts moved to the others; None (no CPUs given): nobody is pinned.
+
+    On a small machine a server that has every core slows down whenever a client works
+    (collect's MLflow writes, say), so a client's CPU shows up as the server's time; pinned,
+    each client competes only with itself, as when the model is served by another machine.
+    """
+    if not server_cpus:
+        return None
+    server = frozenset(int(cpu) for cpu in server_cpus.split(","))
+    others = os.sched_getaffinity(0) - server
+    if not others or not server <= os.sched_getaffinity(0):
+        raise SystemExit(f"--server-cpus {server_cpus}: name CPUs of this machine, not all")
+    os.sched_setaffinity(0, others)
+    return server

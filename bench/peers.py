@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from _arms import full_cells
+from _arms import full_cells, pin_server
 from _report import ArmResult, spread
 from structured_server import _SCRUB, bare, collect_arm, plan, write
 from tipbench._dev.servers import LlamaCppServer
@@ -268,9 +268,11 @@ def main() -> int:
     parser.add_argument("--n-scenarios", type=int, default=0, help="first N scenarios (0 = all)")
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS)
     parser.add_argument("--n-tips", type=int, default=5)
+    parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
     parser.add_argument("--tools", default=",".join(TOOLS), help="bare is always run")
     parser.add_argument("--keep", type=Path, help="work in DIR and keep it (server and tool logs)")
     args = parser.parse_args()
+    cpus = pin_server(args.server_cpus)
     tools = ["bare", *[t for t in args.tools.split(",") if t in TOOLS and t != "bare"]]
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
     config, pairs = plan(args)
@@ -278,10 +280,12 @@ def main() -> int:
     rounds: list[dict[str, Outcome]] = []
     with tempfile.TemporaryDirectory(prefix="tipbench-peers-") as tmp:
         folder = args.keep or Path(tmp)
+        pinned = f" (the server on CPU {args.server_cpus})" if cpus else ""
         print(f"grid: {len(grid.names)} cells, n_tips {config.n_tips}, temperature "
               f"{grid.temperature}, seed {grid.seed}, max_tokens {grid.max_tokens}; "
-              "starting llama_cpp.server ...", flush=True)  # fmt: skip
-        with LlamaCppServer(folder / "server", resolve_model_path("smollm2-135m")) as server:
+              f"starting llama_cpp.server{pinned} ...", flush=True)  # fmt: skip
+        model = resolve_model_path("smollm2-135m")
+        with LlamaCppServer(folder / "server", model, cpus=cpus) as server:
             url = f"http://127.0.0.1:{server.port}/v1"
             timed = arms(grid, url, folder, env, tools)
             (folder / "warm-up").mkdir()

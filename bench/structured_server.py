@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _arms import Replay, full_cells, paths_of, request_pair, tipbench_command
+from _arms import Replay, full_cells, paths_of, pin_server, request_pair, tipbench_command
 from _report import ARM_LABELS, ArmResult, print_arms
 from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import ModelSpec
@@ -144,8 +144,10 @@ def main() -> int:
     parser.add_argument("--n-scenarios", type=int, default=0, help="first N scenarios (0 = all)")
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS)
     parser.add_argument("--n-tips", type=int, default=5)
+    parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
+    cpus = pin_server(args.server_cpus)
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
     config, pairs = plan(args)
     names = [p["name"] for p in pairs]
@@ -158,7 +160,8 @@ def main() -> int:
         free = write(folder / "free.json", [p["free"] for p in pairs])
         schema = write(folder / "schema.json", [p["schema"] for p in pairs])
         print(f"grid: {len(pairs)} cells, n_tips {n}; starting llama_cpp.server ...", flush=True)
-        with LlamaCppServer(folder / "server", resolve_model_path("smollm2-135m")) as server:
+        model = resolve_model_path("smollm2-135m")
+        with LlamaCppServer(folder / "server", model, cpus=cpus) as server:
             url = f"http://127.0.0.1:{server.port}/v1"
             # untimed warm-up: the first answers page the model in; (u) says where collect
             # cuts each free answer
@@ -193,7 +196,8 @@ def main() -> int:
                         report(number, "a", arms["a"])
                 rounds.append(arms)
     print()
-    print(f"{len(names)} cells ({', '.join(config.prompts)}), n_tips {n}, via llama_cpp.server")
+    pinned = f" on CPU {args.server_cpus}" if cpus else ""
+    print(f"{len(names)} cells ({', '.join(config.prompts)}), n_tips {n}, llama_cpp.server{pinned}")
     print_arms(rounds, all_paths)
     return 0 if ok else 1
 

@@ -141,18 +141,31 @@ class LlamaCppServer(ServerProcess):
 
     health_path = "/v1/models"
 
-    def __init__(self, workdir: Path, model_path: Path, alias: str = "smollm2") -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        model_path: Path,
+        alias: str = "smollm2",
+        cpus: frozenset[int] | None = None,
+    ) -> None:
+        """`cpus`: run on these CPUs only, one thread each (else where and as it likes)."""
         super().__init__(workdir)
         self.model_path = model_path
         self.alias = alias
+        self.cpus = cpus
         self.env = {"PYTHONUNBUFFERED": "1"}  # its log shows at once when a client hung up
 
     def command(self) -> list[str]:
-        return [
+        command = [
             sys.executable, "-m", "tipbench._dev.llama_server",
             "--model", str(self.model_path), "--model_alias", self.alias,
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
         ]  # fmt: skip
+        if not self.cpus:
+            return command
+        threads = str(len(self.cpus))
+        pinned = ["taskset", "-c", ",".join(map(str, sorted(self.cpus)))]
+        return [*pinned, *command, "--n_threads", threads, "--n_threads_batch", threads]
 
 
 class TipbenchServer(ServerProcess):
