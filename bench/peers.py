@@ -32,6 +32,7 @@ status 0 when every arm that ran generated every cell.
 
     python bench/peers.py [--rounds 3] [--n-scenarios N] [--prompts v1,...] [--n-tips N]
                           [--tools bare,tipbench,tipbench:off,promptfoo,inspect]
+                          [--server-cpus 0]   (as structured_server.py's)
 """
 
 from __future__ import annotations

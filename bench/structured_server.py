@@ -27,7 +27,10 @@ The bare loop is `_baseline_openai.py`; the requests and the replay are built as
 `collect_overhead.py` builds them (`_arms.py`), and the table is printed by `_report.py`.
 
     python bench/structured_server.py [--n-scenarios N] [--prompts v1,...] [--n-tips N]
-                                      [--repeat K]
+                                      [--repeat K] [--server-cpus 0]
+
+`--server-cpus` pins the server to those CPUs (one thread each) and every arm to the others
+(`_arms.pin_server`).
 """
 
 from __future__ import annotations
