@@ -19,7 +19,8 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+
+from tipbench.tracking._new_store import is_new, sqlite_path
 
 #: The columns this reads, per table: a store without them is left to MLflow.
 _LAYOUT = {
@@ -142,11 +143,8 @@ class NotReadable(Exception):
 
 def open_reader(uri: str) -> SqliteReader | None:
     """A reader for a local SQLite store laid out as MLflow lays it out, else None."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "sqlite" or parsed.path in ("", "/", "/:memory:"):
-        return None
-    path = Path(parsed.path[1:])
-    if not path.is_file() or path.stat().st_size == 0:
+    path = sqlite_path(uri)
+    if path is None or is_new(path):
         return None  # a new store: MLflow creates its tables
     try:
         with contextlib.closing(
@@ -159,4 +157,3 @@ def open_reader(uri: str) -> SqliteReader | None:
     except sqlite3.Error:
         return None
     return SqliteReader(path)
-

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 from tipbench._errors import ExperimentNotFound, TrackingError
 from tipbench._redact import redact_text, redact_uri
 from tipbench.tracking._cell_run import KIND_TAG, CellRun, cell_selection
+from tipbench.tracking._new_store import is_new, seed_new_store, sqlite_path
 from tipbench.tracking._probe import server_has_experiment
 from tipbench.tracking._sql_reader import NotReadable, StoredRun, open_reader
 
@@ -72,11 +73,8 @@ def resolve_tracking_uri(explicit: str | None = None) -> str:
 
 def _artifact_root(uri: str) -> Path | None:
     """For a SQLite store, artifacts live beside the database instead of in `./mlruns`."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "sqlite":
-        return None
-    # sqlite:///relative.db has path "/relative.db"; sqlite:////abs.db has "//abs.db"
-    return Path(parsed.path[1:]).resolve().parent / "mlartifacts"
+    path = sqlite_path(uri)
+    return None if path is None else path.resolve().parent / "mlartifacts"
 
 
 def check_experiment(uri: str | None, name: str) -> None:
@@ -98,11 +96,10 @@ def has_experiment(uri: str | None, name: str) -> bool | None:
     """Whether a local SQLite store has an active experiment `name`, read without MLflow
     (read-only, from MLflow's table of experiments); a missing or empty database has none.
     `None` for any other store, or a database this cannot read."""
-    parsed = urlparse(resolve_tracking_uri(uri))
-    if parsed.scheme != "sqlite" or parsed.path in ("", "/", "/:memory:"):
+    path = sqlite_path(resolve_tracking_uri(uri))
+    if path is None:
         return None
-    path = Path(parsed.path[1:])
-    if not path.is_file() or path.stat().st_size == 0:
+    if is_new(path):
         return False
     import sqlite3
 
@@ -168,6 +165,10 @@ class TrackingStore:
     def client(self) -> MlflowClient:
         from mlflow import MlflowClient
 
+        root = _artifact_root(self.uri)
+        if root is not None and self._reader is None:
+            seed_new_store(self.uri, data_dir(), root)
+            self._reader = open_reader(self.uri)
         return MlflowClient(tracking_uri=self.uri)
 
     def find_experiment(self, name: str) -> str | None:
