@@ -19,6 +19,7 @@ from a program that imports no tipbench (`_baseline_llamacpp.py`, `_baseline_ope
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -111,6 +112,17 @@ def tipbench_command() -> list[str]:
     """The installed `tipbench` script (not a pyenv shim), else `python -m tipbench.cli`."""
     script = Path(sys.executable).parent / "tipbench"
     return [str(script)] if script.is_file() else [sys.executable, "-m", "tipbench.cli"]
+
+
+def prepared_home(folder: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with a tipbench home as a user's is after their first collect: the template of
+    a new SQLite store built (`tracking/_new_store.py`), so that each arm's new store is a
+    copy of it, as on any machine that has collected before. Arms run with --no-cache."""
+    home = {"TIPBENCH_HOME": str(folder / "tipbench-home")}
+    build = "import sys; from tipbench.tracking import TrackingStore as S; S(sys.argv[1]).client"
+    uri = f"sqlite:///{folder / 'prepare-home.db'}"
+    subprocess.run([sys.executable, "-c", build, uri], env={**env, **home}, check=True)
+    return {**env, **home}
 
 
 def pin_server(server_cpus: str) -> frozenset[int] | None:

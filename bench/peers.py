@@ -10,7 +10,8 @@ to exit, in a rotating order per round:
              (`_baseline_openai.py`, no tipbench import): the baseline;
   tipbench   `tipbench collect --models openai:smollm2@135M --no-cache` (its defaults:
              `--structured auto`, free answers streamed and cut once they hold n_tips tips,
-             a schema-constrained retry where they do not parse) into a fresh local store;
+             a schema-constrained retry where they do not parse) into a new local store
+             (its home's store template built, as after a first collect);
   tipbench:off  the same collect with `--structured off`: free answers only, the peers' kind
              of request (streamed and cut), no retry; where (tipbench) is slower than a peer
              this says how much of the gap is the retries the peers do not make;
@@ -50,7 +51,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from _arms import full_cells, pin_server
+from _arms import full_cells, pin_server, prepared_home
 from _report import ArmResult, spread
 from structured_server import _SCRUB, bare, collect_arm, plan, write
 from tipbench._dev.servers import LlamaCppServer
@@ -281,6 +282,7 @@ def main() -> int:
     rounds: list[dict[str, Outcome]] = []
     with tempfile.TemporaryDirectory(prefix="tipbench-peers-") as tmp:
         folder = args.keep or Path(tmp)
+        env = prepared_home(folder, env)
         pinned = f" (the server on CPU {args.server_cpus})" if cpus else ""
         print(f"grid: {len(grid.names)} cells, n_tips {config.n_tips}, temperature "
               f"{grid.temperature}, seed {grid.seed}, max_tokens {grid.max_tokens}; "

@@ -11,7 +11,8 @@ and token budget collect uses), each a fresh process, wall clock from start to e
       sends it to this server: `{"type": "json_object", "schema": ...}`), i.e. collect
       before `--structured`;
   (b) `tipbench collect --models openai:smollm2@135M --no-cache` (default `--structured
-      auto`) into a fresh local MLflow store;
+      auto`) into a new local MLflow store (from a home whose store template is built:
+      `_arms.prepared_home`);
   (a) the same loop replaying the requests (b) made: per cell the path (b) took (free, free
       then schema, or schema), free answers streamed and cut where collect cuts them;
   (b:schema), (b:off) the same collect with `--structured schema` and `--structured off`.
@@ -45,7 +46,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _arms import Replay, full_cells, paths_of, pin_server, request_pair, tipbench_command
+from _arms import (
+    Replay,
+    full_cells,
+    paths_of,
+    pin_server,
+    prepared_home,
+    request_pair,
+    tipbench_command,
+)
 from _report import ARM_LABELS, ArmResult, print_arms
 from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import ModelSpec
@@ -118,7 +127,7 @@ def collect_arm(
         "--n-tips", str(config.n_tips), "--experiment", "bench-structured",
         "--tracking-uri", uri, "--structured", mode, "--no-cache",
     ]  # fmt: skip
-    seconds, done = timed(command, env | {"TIPBENCH_HOME": str(folder / "home")})
+    seconds, done = timed(command, env)
     if done.returncode != 0:
         print(f"  (b) exited {done.returncode}:\n{done.stderr[-2000:]}", flush=True)
     client = MlflowClient(uri)
@@ -160,6 +169,7 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="tipbench-bench-") as tmp:
         folder = Path(tmp)
+        env = prepared_home(folder, env)
         free = write(folder / "free.json", [p["free"] for p in pairs])
         schema = write(folder / "schema.json", [p["schema"] for p in pairs])
         print(f"grid: {len(pairs)} cells, n_tips {n}; starting llama_cpp.server ...", flush=True)
