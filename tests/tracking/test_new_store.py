@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -15,10 +16,14 @@ from tipbench.tracking import TrackingStore, data_dir
 from tipbench.tracking._new_store import TEMPLATES_DIR
 
 
-def layout(path: Path) -> tuple[set[tuple[str, str]], list[tuple[str, ...]]]:
-    """A database's tables and indexes (as SQL) and its migration version."""
+def layout(path: Path) -> tuple[dict[str, list[str]], list[tuple[str, ...]]]:
+    """A database's tables and indexes and its migration version. Each one's SQL as its
+    sorted clauses: MLflow's migrations write a table's constraints in varying order."""
     with contextlib.closing(sqlite3.connect(path)) as db:
-        schema = set(db.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+        schema = {
+            name: sorted(part.strip() for part in sql.split(","))
+            for name, sql in db.execute("SELECT name, sql FROM sqlite_master WHERE sql NOT NULL")
+        }
         return schema, db.execute("SELECT * FROM alembic_version").fetchall()
 
 
@@ -42,11 +47,13 @@ def test_a_new_store_is_the_store_mlflow_builds(tmp_path: Path) -> None:
 
     templates = list((data_dir() / TEMPLATES_DIR).iterdir())
     assert [t.suffix for t in templates] == [".db"]
+    assert stat.S_IMODE((data_dir() / TEMPLATES_DIR).stat().st_mode) == 0o700
+    assert stat.S_IMODE(templates[0].stat().st_mode) == 0o600
     assert layout(seeded) == layout(own)
     location, created = default_experiment(seeded)
     assert location == (seeded.parent / "mlartifacts" / "0").as_uri()
     assert created >= before
-    assert seeded.stat().st_mode & 0o777 == 0o600
+    assert stat.S_IMODE(seeded.stat().st_mode) == 0o600
     client = MlflowClient(f"sqlite:///{seeded}")
     run = client.create_run(experiment_id, run_name="cell")
     client.log_param(run.info.run_id, "model", "m")

@@ -2,7 +2,7 @@
 every one of its migrations (about 1.5 s, most of it CPU that a collect shares with the
 model). tipbench builds one template per MLflow version in its data folder and copies it
 into each new database (a few milliseconds); the copy is what MLflow would have built, its
-`Default` experiment given the time of the copy and an artifact folder beside the database.
+`Default` experiment given the time of the copy and its own artifact folder.
 """
 
 from __future__ import annotations
@@ -33,24 +33,23 @@ def is_new(path: Path) -> bool:
     return not path.is_file() or path.stat().st_size == 0
 
 
-def seed_new_store(uri: str, data: Path, artifact_root: Path) -> None:
-    """Copy the template into the store at `uri` if it is a new local SQLite database.
+def seed_new_store(path: Path, templates: Path, default_location: str) -> None:
+    """Copy this MLflow version's template (built in `templates` on first need) into the
+    new database `path`, its `Default` experiment's artifacts at `default_location`.
 
-    Anything else is left to MLflow, as is any failure here (a read-only data folder): the
-    store is then built by MLflow as before. Concurrent callers wait for one another, so a
-    database is seeded once.
+    Concurrent callers wait for one another, so a database is seeded once.
+
+    Raises:
+        OSError, sqlite3.Error: the template could not be built or copied (the database is
+            then as it was: MLflow builds it).
     """
-    path = sqlite_path(uri)
-    if path is None or not is_new(path):
-        return
-    with contextlib.suppress(OSError, sqlite3.Error):
-        template = _template(data)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        with open(fd, "rb") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)  # SQLite's own locks are fcntl's: independent
-            if held.seek(0, os.SEEK_END) == 0:
-                _copy(template, path, (artifact_root / "0").as_uri())
+    template = _template(templates)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    with open(fd, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # SQLite's own locks are fcntl's: independent
+        if held.seek(0, os.SEEK_END) == 0:
+            _copy(template, path, default_location)
 
 
 def _copy(template: Path, path: Path, default_location: str) -> None:
@@ -69,18 +68,17 @@ def _copy(template: Path, path: Path, default_location: str) -> None:
             )
 
 
-def _template(data: Path) -> Path:
-    """This MLflow version's template, built by MLflow on first need."""
+def _template(folder: Path) -> Path:
+    """This MLflow version's template in `folder`, built by MLflow on first need."""
     import mlflow
     from mlflow import MlflowClient
 
-    folder = data / TEMPLATES_DIR
     template = folder / f"mlflow-{mlflow.__version__}.db"
     if template.is_file():
         return template
-    folder.mkdir(parents=True, exist_ok=True)
     building = folder / f".{template.name}.{os.getpid()}"
     building.unlink(missing_ok=True)
     MlflowClient(f"sqlite:///{building}").search_experiments(max_results=1)
+    building.chmod(0o600)
     os.replace(building, template)  # whole or not at all; a concurrent build is the same
     return template

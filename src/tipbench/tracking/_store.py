@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
@@ -15,7 +16,7 @@ from urllib.parse import urlparse
 from tipbench._errors import ExperimentNotFound, TrackingError
 from tipbench._redact import redact_text, redact_uri
 from tipbench.tracking._cell_run import KIND_TAG, CellRun, cell_selection
-from tipbench.tracking._new_store import is_new, seed_new_store, sqlite_path
+from tipbench.tracking._new_store import TEMPLATES_DIR, is_new, seed_new_store, sqlite_path
 from tipbench.tracking._probe import server_has_experiment
 from tipbench.tracking._sql_reader import NotReadable, StoredRun, open_reader
 
@@ -71,10 +72,9 @@ def resolve_tracking_uri(explicit: str | None = None) -> str:
     return f"sqlite:///{database}"
 
 
-def _artifact_root(uri: str) -> Path | None:
-    """For a SQLite store, artifacts live beside the database instead of in `./mlruns`."""
-    path = sqlite_path(uri)
-    return None if path is None else path.resolve().parent / "mlartifacts"
+def _artifact_root(database: Path) -> Path:
+    """A SQLite store's artifacts live beside its database instead of in `./mlruns`."""
+    return database.resolve().parent / "mlartifacts"
 
 
 def check_experiment(uri: str | None, name: str) -> None:
@@ -165,11 +165,19 @@ class TrackingStore:
     def client(self) -> MlflowClient:
         from mlflow import MlflowClient
 
-        root = _artifact_root(self.uri)
-        if root is not None and self._reader is None:
-            seed_new_store(self.uri, data_dir(), root)
-            self._reader = open_reader(self.uri)
+        self._seed()
         return MlflowClient(tracking_uri=self.uri)
+
+    def _seed(self) -> None:
+        """A new local SQLite database: copy the template into it (`_new_store`)."""
+        path = sqlite_path(self.uri)
+        if path is None or not is_new(path):
+            return
+        default = _artifact_root(path) / "0"
+        with contextlib.suppress(OSError, sqlite3.Error):  # then MLflow builds it, as ever
+            templates = private_dir(private_dir(data_dir()) / TEMPLATES_DIR)
+            seed_new_store(path, templates, default.as_uri())
+        self._reader = open_reader(self.uri)
 
     def find_experiment(self, name: str) -> str | None:
         """The id of the active experiment `name`, or None if the store has none."""
@@ -191,8 +199,8 @@ class TrackingStore:
             return found
         if not create:
             raise ExperimentNotFound(f"no experiment {name!r} at {self.shown_uri}")
-        root = _artifact_root(self.uri)
-        location = (root / name).as_uri() if root is not None else None
+        database = sqlite_path(self.uri)
+        location = (_artifact_root(database) / name).as_uri() if database else None
         try:
             try:
                 return str(self.client.create_experiment(name, artifact_location=location))
