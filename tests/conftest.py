@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -13,14 +15,34 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # tests import `support.*`
 
 from support.servers import LlamaCppServer, MlflowServer
+from tipbench.tracking import private_dir
+from tipbench.tracking._new_store import TEMPLATES_DIR
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 
 
+@pytest.fixture(scope="session")
+def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store template of MLflow's version (`tracking/_new_store.py`), built once."""
+    folder = tmp_path_factory.mktemp("store-templates")
+    build = "import sys, pathlib; from tipbench.tracking._new_store import build_template as b;"
+    build += " print(b(pathlib.Path(sys.argv[1])))"  # in a process of its own: MLflow stays out
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(folder)], capture_output=True, text=True, check=True
+    )
+    return Path(done.stdout.strip())
+
+
 @pytest.fixture(autouse=True)
-def tipbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test gets its own data folder (store, cache) and no inherited server settings."""
+def tipbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_template: Path) -> Path:
+    """Each test gets its own data folder (store, cache) and no inherited server settings.
+
+    The folder holds the session's store template, as a user's does after a first collect:
+    a test's new store is a copy, not a second or more of MLflow's migrations.
+    """
     home = tmp_path / "tipbench-home"
+    templates = private_dir(private_dir(home) / TEMPLATES_DIR)
+    os.link(store_template, templates / store_template.name)
     monkeypatch.setenv("TIPBENCH_HOME", str(home))
     for name in ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -40,7 +41,7 @@ def test_a_new_store_is_the_store_mlflow_builds(tmp_path: Path) -> None:
     own.parent.mkdir()
     MlflowClient(f"sqlite:///{own}").search_experiments()  # MLflow's own, migration by migration
     seeded = tmp_path / "seeded" / "mlflow.db"
-    before = time.time() * 1000
+    before = int(time.time() * 1000)
 
     store = TrackingStore(f"sqlite:///{seeded}")
     experiment_id = store.experiment_id("tips", create=True)
@@ -62,6 +63,7 @@ def test_a_new_store_is_the_store_mlflow_builds(tmp_path: Path) -> None:
 
 
 def test_the_template_is_built_once_and_stores_are_kept(tmp_path: Path) -> None:
+    shutil.rmtree(data_dir() / TEMPLATES_DIR)  # a first collect's: the session's is not there
     first, second = tmp_path / "a.db", tmp_path / "b.db"
     TrackingStore(f"sqlite:///{first}").experiment_id("tips", create=True)
     [template] = (data_dir() / TEMPLATES_DIR).iterdir()
@@ -100,7 +102,7 @@ def test_two_processes_opening_one_new_store_share_it(tmp_path: Path) -> None:
 def test_without_a_usable_data_folder_mlflow_builds_the_store(
     tmp_path: Path, tipbench_home: Path
 ) -> None:
-    tipbench_home.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(tipbench_home)
     tipbench_home.write_text("not a folder")
     database = tmp_path / "mlflow.db"
 

@@ -43,7 +43,7 @@ def seed_new_store(path: Path, templates: Path, default_location: str) -> None:
         OSError, sqlite3.Error: the template could not be built or copied (the database is
             then as it was: MLflow builds it).
     """
-    template = _template(templates)
+    template = build_template(templates)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     with open(fd, "rb") as held:
@@ -68,7 +68,7 @@ def _copy(template: Path, path: Path, default_location: str) -> None:
             )
 
 
-def _template(folder: Path) -> Path:
+def build_template(folder: Path) -> Path:
     """This MLflow version's template in `folder`, built by MLflow on first need."""
     import mlflow
     from mlflow import MlflowClient
