@@ -101,8 +101,6 @@ def has_experiment(uri: str | None, name: str) -> bool | None:
         return None
     if is_new(path):
         return False
-    import sqlite3
-
     try:
         with contextlib.closing(
             sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
