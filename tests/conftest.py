@@ -30,7 +30,7 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = subprocess.run(
         [sys.executable, "-c", build, str(folder)], capture_output=True, text=True, check=True
     )
-    return Path(done.stdout.strip())
+    return Path(done.stdout.splitlines()[-1])  # the last line: whatever MLflow prints first
 
 
 @pytest.fixture(autouse=True)
