@@ -146,13 +146,17 @@ def test_load_makes_the_model_resident_once(server: FakeOllama) -> None:
     assert server.events == [("load", QWEN), ("chat", QWEN), ("chat", QWEN)]
 
 
+# what tipbench samples with, said outright: Ollama's own repeat penalty is 1.1
+OPTIONS = {"temperature": 0.3, "seed": 5, "repeat_penalty": 1.0, "num_predict": 96}
+
+
 def test_generate_passes_options_and_the_schema_as_format(server: FakeOllama) -> None:
     backend = backend_for(server, QWEN)
     backend.load()
     answer = backend.generate(request(seed=5))
 
     sent = server.requests[-1]
-    assert sent["options"] == {"temperature": 0.3, "seed": 5, "num_predict": 96}
+    assert sent["options"] == OPTIONS
     assert sent["format"] == tips_schema(3)
     assert sent["stream"] is False
     assert sent["keep_alive"] == "10m"  # stays loaded for the rest of its block
@@ -188,7 +192,7 @@ def test_a_streamed_free_answer_is_the_unstreamed_one(server: FakeOllama) -> Non
 
     sent = server.requests[-1]
     assert sent["stream"] is True and not sent.get("format")
-    assert sent["options"] == {"temperature": 0.3, "seed": 5, "num_predict": 96}
+    assert sent["options"] == OPTIONS
     assert answer.text == whole.text
     # the counts of the stream's last chunk
     assert (answer.prompt_tokens, answer.completion_tokens) == (

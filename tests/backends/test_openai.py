@@ -202,6 +202,17 @@ def wait_for(condition: Callable[[], bool], limit_s: float = 30.0) -> None:
 
 
 @pytest.mark.slow
+def test_the_server_answers_as_the_embedded_model_does(base_url: str) -> None:
+    # the same model, request and seed: llama_cpp.server's answer is the embedded model's,
+    # because the request says no repeat penalty (the server's default, 1.1, changes it)
+    request = free_answer_request(max_tokens=120)
+    served = afresh(backend_at(base_url), request)
+    with open_backend(ModelSpec.parse("llamacpp:smollm2-135m")) as embedded:
+        assert afresh(embedded, request).text == served.text
+    assert afresh(backend_at(base_url), replace(request, repeat_penalty=1.1)).text != served.text
+
+
+@pytest.mark.slow
 def test_a_streamed_free_answer_is_the_unstreamed_one(base_url: str) -> None:
     backend = backend_at(base_url)
     free = free_answer_request()
@@ -240,6 +251,7 @@ def test_a_free_answer_stops_once_it_is_complete(
     # counted in a one-token request
     stream, count = recorder.sent[sent + 1 :]
     assert stream["stream"] is True and stream["stream_options"] == {"include_usage": True}
+    assert stream["repeat_penalty"] == 1.0  # not the server's default 1.1
     assert "response_format" not in stream
     assert count["max_tokens"] == 1 and not count.get("stream")
     assert count["messages"] == stream["messages"]
@@ -412,13 +424,14 @@ class StreamingStub:
 
     `usage`: what the stream carries when asked for its usage: `end` (a last chunk, as
     OpenAI and vLLM send it; it counts two tokens a chunk, to tell it from the chunks) or
-    `every` chunk. `refuse_options`: answer a request with `stream_options` with HTTP 400.
+    `every` chunk. `refuse`: answer a request holding one of these fields with HTTP 400, as
+    OpenAI's API answers a field it does not know.
     `fault` after two chunks: `error` (an error event), `stall` (send nothing more) or
     `cut` (close the connection mid-stream).
     """
 
     def __init__(
-        self, usage: str = "end", refuse_options: bool = False, fault: str | None = None
+        self, usage: str = "end", refuse: tuple[str, ...] = (), fault: str | None = None
     ) -> None:
         self.chat_requests: list[dict[str, Any]] = []
         self.released = threading.Event()
@@ -455,11 +468,11 @@ class StreamingStub:
                     self.reply(404, {"error": {"message": "not found", "type": "invalid"}})
                     return
                 stub.chat_requests.append(body)
-                if not body.get("stream"):
-                    self.reply(200, completion(body.get("max_tokens", 1)))
-                elif "stream_options" in body and refuse_options:
-                    error = "Unrecognized request argument supplied: stream_options"
+                if refused := [field for field in refuse if field in body]:
+                    error = f"Unrecognized request argument supplied: {refused[0]}"
                     self.reply(400, {"error": {"message": error, "type": "invalid_request"}})
+                elif not body.get("stream"):
+                    self.reply(200, completion(body.get("max_tokens", 1)))
                 else:
                     self.stream(usage if "stream_options" in body else "never")
 
@@ -573,7 +586,7 @@ def test_usage_sent_with_every_chunk_counts_a_stream_stopped_early(
 def test_refused_stream_options_are_dropped_and_remembered(
     streaming_stub: Callable[..., StreamingStub],
 ) -> None:
-    stub = streaming_stub(refuse_options=True)
+    stub = streaming_stub(refuse=("stream_options",))
     backend = backend_at(stub.url)
     answer = backend.generate(STREAMED)
     assert answer.text == ANSWER
@@ -581,6 +594,18 @@ def test_refused_stream_options_are_dropped_and_remembered(
     backend.generate(STREAMED)
     sent = [("stream_options" in r, bool(r.get("stream"))) for r in stub.chat_requests]
     assert sent == [(True, True), (False, True), (False, False), (False, True), (False, False)]
+
+
+def test_a_refused_repeat_penalty_is_dropped_and_remembered(
+    streaming_stub: Callable[..., StreamingStub],
+) -> None:
+    stub = streaming_stub(refuse=("repeat_penalty",))
+    backend = backend_at(stub.url)
+    assert backend.generate(STREAMED).text == ANSWER
+    assert backend.generate(FREE).text == "1."
+    sent = [("repeat_penalty" in r, bool(r.get("stream"))) for r in stub.chat_requests]
+    assert sent == [(True, True), (False, True), (False, False)]
+    assert all("stream_options" in r for r in stub.chat_requests if r.get("stream"))
 
 
 @pytest.mark.timeout(30)

@@ -56,6 +56,11 @@ class GenerationRequest:
     answer needs no more tokens (`complete`, given the text so far: collect's `AnswerDone`):
     the backend then streams and stops there instead of running on to `max_tokens`, as a
     grammar ends a constrained answer by itself.
+
+    Every backend sends `repeat_penalty` (1.0: none) rather than leave it to the server:
+    llama_cpp.server, Ollama and LM Studio penalise repeats by default (1.1), which makes a
+    model's answers through them differ from its embedded ones and breaks a small model's
+    JSON (SmolLM2-135M's free answers: 6 of 24 parse with it, 16 without).
     """
 
     messages: tuple[Message, ...]
@@ -64,6 +69,7 @@ class GenerationRequest:
     max_tokens: int
     json_schema: dict[str, Any] | None = None
     json_object: bool = False
+    repeat_penalty: float = 1.0
     complete: Callable[[str], bool] | None = field(default=None, compare=False)
 
     @property

@@ -136,6 +136,7 @@ class LlamaCppBackend(Backend):
                 messages=request.chat_messages(),
                 temperature=request.temperature,
                 seed=request.seed,
+                repeat_penalty=request.repeat_penalty,
                 max_tokens=request.max_tokens,
                 **kwargs,
             )
@@ -163,6 +164,7 @@ class LlamaCppBackend(Backend):
             messages=request.chat_messages(),
             temperature=request.temperature,
             seed=request.seed,
+            repeat_penalty=request.repeat_penalty,
             max_tokens=request.max_tokens,
             stream=True,
         )

@@ -161,6 +161,7 @@ def _options(request: GenerationRequest) -> dict[str, Any]:
     return {
         "temperature": request.temperature,
         "seed": request.seed,
+        "repeat_penalty": request.repeat_penalty,
         "num_predict": request.max_tokens,
     }
 

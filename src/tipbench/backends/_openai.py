@@ -26,8 +26,13 @@ with contextlib.suppress(ImportError):
     _TIMEOUTS += (httpx2.TimeoutException,)
     _TRANSPORT_ERRORS += (httpx2.TransportError,)
 
-#: Request fields a server may refuse, and the word its HTTP 400/422 message then holds.
-_REFUSAL_HINTS = {"response_format": "format", "stream_options": "stream_options"}
+#: Request fields a server may refuse, and the word its HTTP 400/422 message then holds
+#: (the specific words first: "format" may come up in a message about another field).
+_REFUSAL_HINTS = {
+    "repeat_penalty": "repeat_penalty",
+    "stream_options": "stream_options",
+    "response_format": "format",
+}
 
 
 def _response_formats(request: GenerationRequest) -> list[dict[str, Any] | None]:
@@ -60,7 +65,8 @@ class OpenAIBackend(Backend):
         )
         # which of _response_formats the server accepted, per constraint
         self._format_index: dict[str, int] = {}
-        self._stream_usage = True  # ask for usage in streams, until the server refuses it
+        # fields beyond the OpenAI API's (stream_options, repeat_penalty) the server refused
+        self._refused: set[str] = set()
         self._prompt_counter = PromptCounter(
             self.options.openai_base_url,
             self.spec.name,
@@ -102,20 +108,25 @@ class OpenAIBackend(Backend):
             response_format = formats[index]
             extra: dict[str, Any] = {"response_format": response_format} if response_format else {}
             can_fall_back = index < len(formats) - 1
+            optional = self._optional(request)
             try:
-                with self._errors("chat", "response_format" if can_fall_back else None):
+                with self._errors("chat", *optional, "response_format" if can_fall_back else None):
                     response = self.client.chat.completions.create(
                         model=self.spec.name,
                         messages=_messages(request),
                         temperature=request.temperature,
                         seed=request.seed,
                         max_tokens=request.max_tokens,
+                        extra_body=optional,  # typed differently across client versions
                         **extra,
                     )
-            except _Refused:
-                # concurrent requests may all be refused the same style: move on by one only
-                accepted = self._format_index.get(constraint, 0)
-                self._format_index[constraint] = max(accepted, index + 1)
+            except _Refused as refused:
+                if refused.field == "response_format":
+                    # concurrent requests may all be refused the same style: move on by one
+                    accepted = self._format_index.get(constraint, 0)
+                    self._format_index[constraint] = max(accepted, index + 1)
+                else:
+                    self._refused.add(refused.field)
                 continue
             if not response.choices:
                 raise GenerationFailed(f"{self.spec}: the server answered without a choice")
@@ -154,10 +165,9 @@ class OpenAIBackend(Backend):
     def _open_stream(self, request: GenerationRequest) -> openai.Stream[ChatCompletionChunk]:
         """Start streaming a free answer, asking for its usage unless the server refused to."""
         while True:
-            ask_usage = self._stream_usage
-            usage_option = {"stream_options": {"include_usage": True}} if ask_usage else None
+            optional = self._optional(request, stream_options={"include_usage": True})
             try:
-                with self._errors("chat", "stream_options" if ask_usage else None):
+                with self._errors("chat", *optional):
                     return self.client.chat.completions.create(
                         model=self.spec.name,
                         messages=_messages(request),
@@ -165,10 +175,16 @@ class OpenAIBackend(Backend):
                         seed=request.seed,
                         max_tokens=request.max_tokens,
                         stream=True,
-                        extra_body=usage_option,  # typed differently across client versions
+                        extra_body=optional,  # typed differently across client versions
                     )
-            except _Refused:
-                self._stream_usage = False
+            except _Refused as refused:
+                self._refused.add(refused.field)
+
+    def _optional(self, request: GenerationRequest, **fields: Any) -> dict[str, Any]:
+        """The request's fields beyond the OpenAI API's (`repeat_penalty`, and `fields`), but
+        those the server refused."""
+        wanted = {"repeat_penalty": request.repeat_penalty} | fields
+        return {name: value for name, value in wanted.items() if name not in self._refused}
 
     def _prompt_tokens(self, request: GenerationRequest) -> int:
         """The server's count of the request's prompt tokens, from a one-token request."""
@@ -183,9 +199,9 @@ class OpenAIBackend(Backend):
         return response.usage.prompt_tokens if response.usage else 0
 
     @contextlib.contextmanager
-    def _errors(self, what: str, refusable: str | None = None) -> Iterator[None]:
+    def _errors(self, what: str, *refusable: str | None) -> Iterator[None]:
         """Map the client's exceptions to tipbench's, in requests and while streaming;
-        `_Refused` if the server refused the request field `refusable`."""
+        `_Refused` if the server refused one of the request fields `refusable`."""
         spec, url = self.spec, self.options.openai_base_url
         try:
             yield
@@ -194,8 +210,8 @@ class OpenAIBackend(Backend):
         except openai.APIConnectionError:
             raise BackendUnavailable(f"{spec}: cannot reach the server at {url}") from None
         except openai.APIStatusError as exc:
-            if refusable is not None and _refuses(exc, refusable):
-                raise _Refused from None
+            if refused := _refused_field(exc, {f for f in refusable if f is not None}):
+                raise _Refused(refused) from None
             raise GenerationFailed(
                 f"{spec}: {what} failed with HTTP {exc.status_code}: {exc.message}"
             ) from None
@@ -215,14 +231,24 @@ def _chunk_text(chunk: ChatCompletionChunk) -> str | None:
     return chunk.choices[0].delta.content if chunk.choices else None
 
 
-def _refuses(exc: openai.APIStatusError, field: str) -> bool:
-    """Whether the server refused the request's `field` (rather than failing)."""
+def _refused_field(exc: openai.APIStatusError, fields: set[str]) -> str | None:
+    """Which of the request's `fields` the server refused (None: it failed otherwise)."""
     text = str(exc.body if exc.body is not None else exc.message)
-    if exc.status_code in (400, 422):
-        return _REFUSAL_HINTS[field] in text
-    # llama-cpp-python's server answers request validation errors with HTTP 500
-    return exc.status_code == 500 and field in text
+    for field, hint in _REFUSAL_HINTS.items():
+        if field not in fields:
+            continue
+        if exc.status_code in (400, 422) and hint in text:
+            return field
+        # llama-cpp-python's server answers request validation errors with HTTP 500
+        if exc.status_code == 500 and field in text:
+            return field
+    return None
 
 
 class _Refused(Exception):
-    """The server refused a request field (a structured-output style, stream options)."""
+    """The server refused a request field (a structured-output style, stream options, a
+    sampling field)."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(field)
+        self.field = field

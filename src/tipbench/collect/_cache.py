@@ -21,7 +21,8 @@ def request_key(model_identity: str, request: GenerationRequest) -> str:
 
     `json_object` counts only when set, so requests made before it existed keep their keys;
     when a free answer counts as complete does not change the answer's tokens, so it does
-    not count.
+    not count. `repeat_penalty` counts: answers cached before backends sent it were sampled
+    with a server's own penalty.
     """
     fields = asdict(request)
     del fields["complete"]
