@@ -44,6 +44,7 @@ def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
         "temperature": request.temperature,
         "seed": request.seed,
         "max_tokens": request.max_tokens,
+        "repeat_penalty": request.repeat_penalty,
         "response_format": schema_format,
         "stream": request.complete is not None,  # collect streams a free answer to stop it
     }

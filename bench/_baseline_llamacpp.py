@@ -5,7 +5,7 @@
 
 REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx`, `shortlist_grammar` (check
 grammars on a shortlist first, as the embedded backend does) and, per model, its GGUF path
-and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`,
+and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`, `repeat_penalty`,
 `response_format`, `stream`). Each model is loaded as tipbench's embedded backend loads it
 (`n_ctx`, plain CPU buffers, `TIPBENCH_LLAMA_THREADS`), then asked with
 `create_chat_completion`, one request after the other; a `stream` request is streamed, as
@@ -90,6 +90,7 @@ def main(requests_path: str, out_path: str) -> None:
                 temperature=r["temperature"],
                 seed=r["seed"],
                 max_tokens=r["max_tokens"],
+                repeat_penalty=r["repeat_penalty"],
                 response_format=r["response_format"],
                 stream=r.get("stream", False),
             )

@@ -4,11 +4,11 @@
     python bench/_baseline_openai.py REQUESTS.json BASE_URL OUT.json
 
 REQUESTS.json (written by `structured_server.py`) holds the served `model` and its requests
-(`name`, chat `messages`, `temperature`, `seed`, `max_tokens`, `response_format` or null,
-`stream`), sent one after the other to the OpenAI-compatible server at BASE_URL; a `stream`
-request is streamed, as collect streams its free requests. OUT.json gets each answer's text
-and completion tokens by name, a streamed answer's chunks (one per token) under `pieces`,
-and the seconds spent inside the requests.
+(`name`, chat `messages`, `temperature`, `seed`, `max_tokens`, `repeat_penalty`,
+`response_format` or null, `stream`), sent one after the other to the OpenAI-compatible
+server at BASE_URL; a `stream` request is streamed, as collect streams its free requests.
+OUT.json gets each answer's text and completion tokens by name, a streamed answer's chunks
+(one per token) under `pieces`, and the seconds spent inside the requests.
 It imports no tipbench: this is what the same requests cost without it.
 """
 
@@ -35,6 +35,7 @@ def main(requests_path: str, base_url: str, out_path: str) -> None:
             temperature=r["temperature"],
             seed=r["seed"],
             max_tokens=r["max_tokens"],
+            extra_body={"repeat_penalty": r["repeat_penalty"]},
             stream=r.get("stream", False),
             **extra,
         )

@@ -2,7 +2,8 @@
 """Peers on one grid: tipbench collect, a bare `openai` loop, promptfoo and Inspect AI.
 
 All tools run the same grid (tipbench's prompts rendered once for the suite's scenarios: the
-same chat messages, temperature, seed and token limit per cell) against one
+same chat messages, temperature, seed, token limit and no repeat penalty per cell, which
+each tool says outright: the server's default is 1.1) against one
 `python -m llama_cpp.server` (SmolLM2-135M, loopback), each a fresh process timed from start
 to exit, in a rotating order per round:
 
@@ -84,10 +85,12 @@ class Grid:
         self.requests = requests
         self.names = [r["name"] for r in requests]
         # one setting for the whole grid: the peers take them once, not per cell
-        settings = {(r["temperature"], r["seed"], r["max_tokens"]) for r in requests}
+        settings = {
+            (r["temperature"], r["seed"], r["max_tokens"], r["repeat_penalty"]) for r in requests
+        }
         if len(settings) != 1:
             raise SystemExit(f"the grid mixes request settings: {sorted(settings)}")
-        self.temperature, self.seed, self.max_tokens = settings.pop()
+        self.temperature, self.seed, self.max_tokens, self.repeat_penalty = settings.pop()
 
     def measured(self, seconds: float, texts: dict[str, str], tokens: int) -> Outcome:
         """An arm's result from its answers by cell name."""
@@ -145,6 +148,7 @@ def promptfoo_arm(grid: Grid, url: str, env: dict[str, str]) -> Arm:
                 "temperature": grid.temperature,
                 "seed": grid.seed,
                 "max_tokens": grid.max_tokens,
+                "passthrough": {"repeat_penalty": grid.repeat_penalty},  # not the server's 1.1
             },
         }
         config = {
@@ -214,6 +218,7 @@ def inspect_arm(grid: Grid, url: str, env: dict[str, str]) -> Arm:
             "--model", "openai-api/llamacpp/smollm2", "--model-base-url", url,
             "--temperature", str(grid.temperature), "--seed", str(grid.seed),
             "--max-tokens", str(grid.max_tokens), "--max-connections", "1",
+            "--extra-body", json.dumps({"repeat_penalty": grid.repeat_penalty}),
             # said outright: beside click 8.4 these flags come on unless given (cache 7D,
             # batch 100), and a cached answer is no request at all
             "--cache", "false", "--batch", "false", "--log-dir", str(work / "logs"),
@@ -285,7 +290,8 @@ def main() -> int:
         env = prepared_home(folder, env)
         pinned = f" (the server on CPU {args.server_cpus})" if cpus else ""
         print(f"grid: {len(grid.names)} cells, n_tips {config.n_tips}, temperature "
-              f"{grid.temperature}, seed {grid.seed}, max_tokens {grid.max_tokens}; "
+              f"{grid.temperature}, seed {grid.seed}, max_tokens {grid.max_tokens}, "
+              f"repeat_penalty {grid.repeat_penalty}; "
               f"starting llama_cpp.server{pinned} ...", flush=True)  # fmt: skip
         model = resolve_model_path("smollm2-135m")
         with LlamaCppServer(folder / "server", model, cpus=cpus) as server:
