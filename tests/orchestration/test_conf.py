@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -149,9 +150,15 @@ def test_install_dags_on_a_worker_gives_no_unpause_hints(tmp_path: Path) -> None
     assert "this machine is a worker with no Airflow metadata database" in done.stdout
     assert "unpause bench_collect" not in done.stdout and "dags trigger" not in done.stdout
 
+    database = tmp_path / "worker" / "airflow.db"
+    sqlite3.connect(database).close()  # a started worker opens it: empty, no tables
+    done = run_install(str(tmp_path / "worker" / "dags"), tmp_path, **worker)
+    assert "this machine is a worker with no Airflow metadata database" in done.stdout
+
     database = tmp_path / "scheduler" / "airflow.db"
     database.parent.mkdir()
-    database.write_bytes(b"")  # what `airflow db migrate` makes (its tables aside)
+    with sqlite3.connect(database) as db:  # what `airflow db migrate` makes, in part
+        db.execute("CREATE TABLE dag_run (id INTEGER PRIMARY KEY)")
     scheduler = {**worker, "AIRFLOW_HOME": str(database.parent)}
     done = run_install(str(database.parent / "dags"), tmp_path, **scheduler)
     assert done.returncode == 0, done.stderr

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -52,9 +54,10 @@ def install_dags(folder: Path, *, force: bool = False) -> Path:
 def is_worker_without_database() -> bool:
     """Whether this machine is a worker with no metadata database: its executor runs tasks
     on several machines (Celery, Kubernetes) and its `[database] sql_alchemy_conn` is a
-    SQLite file that does not exist. Such a worker reaches Airflow through the execution API
-    only, so `airflow dags …` commands cannot work there. False where Airflow is not
-    installed (nothing can be told).
+    SQLite file that `airflow db migrate` never made (missing, or without Airflow's tables:
+    a worker opens it empty when it starts). Such a worker reaches Airflow through the
+    execution API only, so `airflow dags …` commands cannot work there. False where Airflow
+    is not installed (nothing can be told).
     """
     try:
         from airflow.configuration import conf
@@ -70,4 +73,17 @@ def is_worker_without_database() -> bool:
     from sqlalchemy.engine import make_url
 
     database = make_url(url).database
-    return not database or database == ":memory:" or not Path(database).exists()
+    return not database or database == ":memory:" or not _has_airflow_tables(Path(database))
+
+
+def _has_airflow_tables(path: Path) -> bool:
+    """Whether the SQLite file at `path` holds Airflow's tables (opened read-only)."""
+    if not path.is_file():
+        return False
+    try:
+        read_only = f"{path.resolve().as_uri()}?mode=ro"
+        with contextlib.closing(sqlite3.connect(read_only, uri=True)) as db:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'dag_run'").fetchone()
+    except sqlite3.Error:
+        return False
+    return found is not None
