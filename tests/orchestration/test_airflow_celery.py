@@ -29,6 +29,7 @@ from mlflow import MlflowClient
 from support.airflow_home import finished, wait_for, wait_for_dags
 from support.ollama_server import GEMMA, QWEN, TWO_MODELS, FakeOllama
 from support.postgres import PostgresCluster
+from support.promotable import MODEL as PROMOTED_MODEL
 from support.promotable import make_promotable_experiment
 from support.servers import MlflowServer
 from tipbench._dev.airflow_celery import CeleryDeployment
@@ -182,7 +183,8 @@ def test_a_promotion_on_celery_waits_for_a_person_rejected_then_approved(
     celery: CeleryDeployment, client: AirflowClient, tmp_path: Path
 ) -> None:
     """`bench_judged` asked to apply a passing promotion, on the Celery workers with the
-    store an MLflow server: rejected through `PATCH …/taskInstances/approve/-1/hitlDetails`,
+    store an MLflow server: the gate's dry run is recorded and a person is shown the
+    decision with its checks; rejected through `PATCH …/taskInstances/approve/-1/hitlDetails`,
     nothing is applied; approved (another experiment of the same store), the prompt moves
     to production. Rejection first: after an approval nothing is left to promote."""
     with MlflowServer(tmp_path / "mlflow") as server:
@@ -192,7 +194,8 @@ def test_a_promotion_on_celery_waits_for_a_person_rejected_then_approved(
             conf = {"experiment": experiment, "apply": True, "mlflow_url": server.url}
             run_id = client.trigger("bench_judged", conf)
             detail = answer_approval(client, run_id, answer)
-            assert f"{experiment}: promote" in detail["body"]
+            assert f"{experiment}: promote {PROMOTED_MODEL} | v2-mentor" in detail["body"]
+            assert "Production now: none" in detail["body"] and "[x]" in detail["body"]
             state = wait_for(finished(client, "bench_judged", run_id), 600, "bench_judged")
             assert state == "success", celery.log_tail()
             tasks = {t.task_id: t.state for t in client.task_instances("bench_judged", run_id)}
