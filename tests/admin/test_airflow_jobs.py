@@ -19,7 +19,7 @@ from tipbench.admin import ServerSettings, create_app
 from tipbench.admin._airflow_jobs import AirflowJobRunner, counts_in, describe, progress_of
 from tipbench.admin._api_jobs import runner_for
 from tipbench.admin._job_runner import JobRunner
-from tipbench.admin._jobs import _SCHEMA, JobStore, Progress
+from tipbench.admin._jobs import _SCHEMA, JobConflict, JobStore, Progress
 from tipbench.orchestration import TaskInstance
 
 TOKEN = "airflow-jobs-admin-token-0123456789"
@@ -119,3 +119,56 @@ def test_old_job_databases_gain_the_airflow_columns(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         columns = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
     assert {"dag_run_id", "remote_url", "models_done", "models_total"} <= columns
+
+
+class StoppingRun:
+    """Airflow as a cancel meets it: `PATCH dagRuns/{id} {"state": "failed"}` is accepted
+    while the run still answers `running`; it reports `failed` once its tasks have stopped
+    (`stop()`). A small fake of `AirflowClient`; the real path is in
+    tests/orchestration/test_airflow_rest.py."""
+
+    def __init__(self) -> None:
+        self.state, self.marked_failed = "running", 0
+
+    def fail_run(self, dag_id: str, run_id: str) -> None:
+        self.marked_failed += 1
+
+    def stop(self) -> None:
+        self.state = "failed"
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        return self.state
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[TaskInstance]:
+        collect = "running" if self.state == "running" else "failed"
+        return [TaskInstance("plan", -1, "success"), TaskInstance("collect", 0, collect)]
+
+    def task_log(self, dag_id: str, run_id: str, task: TaskInstance) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_cancel_says_cancelling_until_airflow_reports_the_run_ended(tmp_path: Path) -> None:
+    from tipbench.admin._api_jobs import JobStatus
+    from tipbench.pipeline import RunRequest
+
+    airflow = StoppingRun()
+    store = JobStore(tmp_path / "jobs.sqlite", tmp_path / "logs")
+    runner = AirflowJobRunner(store, airflow, tracking_uri="sqlite:///x.db")  # type: ignore[arg-type]
+    job = store.create(RunRequest(n_scenarios=1), dag_run_id="manual__1", remote_url="u")
+
+    answer = JobStatus.of(runner.cancel(job.id, wait_s=0.0))
+    assert airflow.marked_failed == 1
+    assert (answer.state, answer.phase, answer.cancellable) == ("running", "cancelling", False)
+    with pytest.raises(JobConflict, match="cancelling already"):
+        runner.cancel(job.id)
+    assert runner.refresh(store.get(job.id)).progress.phase == "cancelling"  # tasks still run
+
+    airflow.stop()
+    ended = JobStatus.of(runner.refresh(store.get(job.id)))
+    assert (ended.state, ended.cancellable, ended.error) == ("cancelled", False, None)
+    log = runner.log(job.id)
+    assert "run marked failed, waiting for Airflow to stop its tasks" in log
+    assert "bench_collect run ended: cancelled" in log

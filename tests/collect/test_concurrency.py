@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,9 +45,11 @@ def store_uri(request: pytest.FixtureRequest, sqlite_uri: str) -> str:
     return server.url
 
 
-def start_collect(uri: str, experiment: str, home: Path, *args: str) -> subprocess.Popen[str]:
+def start_collect(
+    uri: str, experiment: str, home: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     """A collect process with its own data folder: no response cache shared between them."""
-    env = {**os.environ, "TIPBENCH_HOME": str(home)}
+    env = {**os.environ, "TIPBENCH_HOME": str(home), **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "tipbench.cli", "collect", "--tracking-uri", uri,
          "--experiment", experiment, *(args or GRID)],
@@ -87,6 +90,55 @@ def test_two_concurrent_collects_record_one_run_per_cell(
         f"{CELLS} cells: {CELLS} already recorded, 0 collected, 0 failed",
     ]
     assert_one_run_per_cell(store_uri, experiment, CELLS)
+
+
+def test_a_collect_that_wakes_after_losing_its_lease_leaves_one_run_per_cell(
+    mlflow_server: MlflowServer, experiment: str, tmp_path: Path
+) -> None:
+    """A task runner that outlived its Airflow worker, and the task's retry: two collects
+    of the same cells at once on one MLflow server. The one holding the lease stalls
+    (SIGSTOP) past the lease's lifetime, the other takes over and records cells; then the
+    first wakes (SIGCONT) while the second still collects. Both run to the end: the first
+    sees its lease lost before it records again, waits for the lock, and every cell has one
+    run."""
+    uri, ttl = mlflow_server.url, {"TIPBENCH_LOCK_TTL_S": "5"}
+    both = [start_collect(uri, experiment, tmp_path / name, env=ttl) for name in ("a", "b")]
+
+    def finished_cells() -> int:
+        return sum(r.info.status == "FINISHED" for r in runs_of(uri, experiment, "cell"))
+
+    def until(done: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 300
+        while not done():
+            assert all(p.poll() is None for p in both), [p.communicate() for p in both]
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.3)
+
+    until(lambda: finished_cells() >= 1, "a first cell")
+    (lease,) = runs_of(uri, experiment, KIND_LOCK)
+    holder_pid = int(lease.data.tags["lock_holder"].rsplit(" pid ", 1)[1])
+    (first,) = [p for p in both if p.pid == holder_pid]
+    (second,) = [p for p in both if p is not first]
+    os.killpg(first.pid, signal.SIGSTOP)  # stalls, lease and all
+    try:
+
+        def taken_over() -> bool:
+            leases = runs_of(uri, experiment, KIND_LOCK)
+            return [r.data.tags["lock_holder"] for r in leases] == [f"{host} pid {second.pid}"]
+
+        host = lease.data.tags["lock_holder"].rsplit(" pid ", 1)[0]
+        until(taken_over, "the other collect to take the lease over")
+        recorded = finished_cells()
+        until(lambda: finished_cells() > recorded, "the other collect to record a cell")
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)  # wakes while the other still collects
+    assert second.poll() is None and finished_cells() < CELLS
+
+    results = {p.pid: p.communicate(timeout=600) for p in both}
+    for process in both:
+        assert process.returncode == 0, results[process.pid][1]
+    assert_one_run_per_cell(uri, experiment, CELLS)
+    assert "lost the collect lock" in results[first.pid][1]
 
 
 def test_a_killed_holder_releases_the_lock(store_uri: str, experiment: str, tmp_path: Path) -> None:

@@ -34,7 +34,6 @@ from support.airflow_home import (
     wait_for_dags,
 )
 from support.ollama_server import GEMMA, QWEN, TWO_MODELS, FakeOllama
-from support.promotable import MODEL as PROMOTED_MODEL
 from support.promotable import make_promotable_experiment
 from support.servers import MlflowServer
 from tipbench.admin import ServerSettings, create_app
@@ -42,7 +41,6 @@ from tipbench.orchestration import (
     AirflowClient,
     AirflowSettings,
 )
-from tipbench.promote import production_prompt
 
 pytestmark = pytest.mark.slow
 
@@ -217,58 +215,6 @@ def test_install_dags_unpauses_them_through_the_rest_api(
     assert installed.returncode == 0, installed.stderr
     assert "unpaused bench_collect, bench_judged, policy_simulate" in installed.stdout
     assert not client.is_paused("bench_collect") and not client.is_paused("bench_judged")
-
-
-@pytest.mark.parametrize("answer", ["Approve", "Reject"])
-def test_an_applied_promotion_waits_for_a_persons_approval(
-    client: AirflowClient, tmp_path: Path, experiment: str, answer: str
-) -> None:
-    """`bench_judged` asked to apply a passing promotion: the gate's dry run is recorded, a
-    person answers through /api/v2/hitlDetails; approve → applied, reject → recorded."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    make_promotable_experiment(uri, experiment)
-    conf = {"experiment": experiment, "apply": True, "mlflow_url": uri}
-    run_id = client.trigger("bench_judged", conf)
-
-    def waiting() -> dict[str, Any] | None:
-        details = client.hitl_details("bench_judged", run_id)
-        return details[0] if details else None
-
-    detail = wait_for(waiting, 600, "the approval to be asked")
-    assert detail["options"] == ["Approve", "Reject"] and not detail["response_received"]
-    assert f"{experiment}: promote {PROMOTED_MODEL} | v2-mentor" in detail["body"]
-    assert "Production now: none" in detail["body"] and "[x]" in detail["body"]
-    mlflow = MlflowClient(uri)
-    assert production_prompt(mlflow, "tipbench-tips") is None  # nothing applied before
-
-    def awaiting() -> bool | None:
-        states = {t.task_id: t.state for t in client.task_instances("bench_judged", run_id)}
-        return True if states.get("approve") in ("deferred", "awaiting_input") else None
-
-    wait_for(awaiting, 120, "the approval to wait")
-    # A person answers after seconds, not within the one the scheduler takes to see the task
-    # defer (an answer within it races Airflow 3.3's bookkeeping of the deferral).
-    time.sleep(5)
-    client.answer_hitl("bench_judged", run_id, "approve", [answer])
-    state = wait_for(finished(client, "bench_judged", run_id), 600, "bench_judged to end")
-    assert state == "success"
-    tasks = {t.task_id: t.state for t in client.task_instances("bench_judged", run_id)}
-    exp = mlflow.get_experiment_by_name(experiment)
-    assert exp is not None
-    decisions = mlflow.search_runs(
-        [exp.experiment_id], "tags.`tipbench.kind` = 'promotion'", order_by=["start_time ASC"]
-    )
-    dry_run = decisions[0]
-    assert dry_run.data.tags["dry_run"] == "true"
-    assert dry_run.data.tags["approval"] == ("approved" if answer == "Approve" else "rejected")
-    production = production_prompt(mlflow, "tipbench-tips")
-    if answer == "Approve":
-        assert tasks["apply_promotion"] == "success"
-        assert production is not None and production.prompt_version == "v2-mentor"
-        assert len(decisions) == 2 and decisions[1].data.tags["decision"] == "promoted"
-    else:
-        assert tasks["apply_promotion"] == "skipped"
-        assert production is None and len(decisions) == 1
 
 
 def test_quick_asset_events_start_one_bench_judged_run_at_a_time(

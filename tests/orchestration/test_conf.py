@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -137,6 +138,31 @@ def test_install_dags_says_how_to_unpause_them_without_airflows_url(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert "new DAGs start paused" in done.stdout
     assert "airflow dags unpause bench_collect && airflow dags unpause bench_judged" in done.stdout
+
+
+def test_install_dags_on_a_worker_gives_no_unpause_hints(tmp_path: Path) -> None:
+    """A Celery worker has no metadata database (it reaches Airflow through the execution
+    API only): `airflow dags unpause` cannot work there, so install-dags does not suggest it;
+    the scheduler's machine (here with its database) still gets the hints."""
+    worker = {"AIRFLOW_HOME": str(tmp_path / "worker"), "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor"}
+    done = run_install(str(tmp_path / "worker" / "dags"), tmp_path, **worker)
+    assert done.returncode == 0, done.stderr
+    assert "this machine is a worker with no Airflow metadata database" in done.stdout
+    assert "unpause bench_collect" not in done.stdout and "dags trigger" not in done.stdout
+
+    database = tmp_path / "worker" / "airflow.db"
+    sqlite3.connect(database).close()  # a started worker opens it: empty, no tables
+    done = run_install(str(tmp_path / "worker" / "dags"), tmp_path, **worker)
+    assert "this machine is a worker with no Airflow metadata database" in done.stdout
+
+    database = tmp_path / "scheduler" / "airflow.db"
+    database.parent.mkdir()
+    with sqlite3.connect(database) as db:  # what `airflow db migrate` makes, in part
+        db.execute("CREATE TABLE dag_run (id INTEGER PRIMARY KEY)")
+    scheduler = {**worker, "AIRFLOW_HOME": str(database.parent)}
+    done = run_install(str(database.parent / "dags"), tmp_path, **scheduler)
+    assert done.returncode == 0, done.stderr
+    assert "airflow dags unpause bench_collect" in done.stdout
 
 
 def test_install_dags_refuses_slash_dags_when_airflow_home_is_unset(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """A real Airflow for tests and benchmarks: a temporary AIRFLOW_HOME with tipbench's DAGs.
 
-`AirflowHome` migrates a SQLite metadata database and installs the DAGs with `tipbench
-airflow install-dags`; `dag_test` runs a DAG with `dag.test()` in a subprocess (so Airflow's
-configuration and logging stay out of the caller's process); `AirflowStandalone` runs the
-whole of Airflow (`airflow standalone`) on a loopback port.
+`AirflowHome` migrates its metadata database (SQLite in the home, or a PostgreSQL database
+given as a URL) and installs the DAGs with `tipbench airflow install-dags`; `dag_test` runs
+a DAG with `dag.test()` in a subprocess (so Airflow's configuration and logging stay out of
+the caller's process); `AirflowStandalone` runs the whole of Airflow (`airflow standalone`)
+on a loopback port.
 """
 
 from __future__ import annotations
@@ -36,13 +37,31 @@ class DagTestRun:
         return {k: v for k, v in self.tasks.items() if k.split("[")[0] == task_id}
 
 
-class AirflowHome:
-    """A temporary AIRFLOW_HOME with a migrated SQLite database and tipbench's DAGs."""
+def metadata_database(url: str) -> dict[str, str]:
+    """Airflow's settings for a PostgreSQL metadata database at `url` (`postgresql://…`),
+    both through psycopg 3: Airflow derives the async URL from the sync one as
+    `postgresql+asyncpg://…` unless it is given, and asyncpg is not one of its requirements."""
+    rest = url.split("://", 1)[1]
+    return {
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg://{rest}",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+psycopg://{rest}",
+    }
 
-    def __init__(self, root: Path) -> None:
+
+class AirflowHome:
+    """A temporary AIRFLOW_HOME with a migrated metadata database and tipbench's DAGs: a
+    SQLite file in the home, or the PostgreSQL database at `database` (`postgresql://…`)."""
+
+    def __init__(self, root: Path, database: str | None = None) -> None:
         self.root = root
         self.home = root / "airflow"
         self.dags = root / "dags"
+        self.database = database
+
+    def database_env(self) -> dict[str, str]:
+        if self.database is not None:
+            return metadata_database(self.database)
+        return {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}"}
 
     def env(self, **extra: str) -> dict[str, str]:
         path = os.environ.get("PATH", "")
@@ -52,7 +71,7 @@ class AirflowHome:
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+            **self.database_env(),
             **extra,
         }
 

@@ -1,12 +1,16 @@
 """Airflow on "several machines" for tests: the CeleryExecutor with Redis, a scheduler, a dag
-processor, an API server and Celery workers that share nothing but the network.
+processor, a triggerer, an API server and Celery workers that share nothing but the network.
 
-Each worker has its own working folder, dags folder (the shim written by `tipbench airflow
-install-dags`), `AIRFLOW_HOME` (its own empty metadata database: a worker reaches Airflow
-through the execution API only), `TIPBENCH_HOME`, caches and log server port, and names
-itself (`TIPBENCH_WORKER_NAME`, Airflow's `hostname_callable`), so a task instance's
-hostname says which worker ran it. Redis is Debian's `redis-server` on a loopback port,
-both Celery's broker and its result backend. Everything runs in its own process group.
+The central components share one AIRFLOW_HOME and Airflow's metadata database, a PostgreSQL
+database (reached through psycopg 3, the sync and the async URL alike). The API server
+generates the admin's password into `simple_auth_manager_passwords.json.generated` in that
+home, as it does in any deployment with the simple auth manager. Each worker has its own
+working folder, dags folder (the shim written by `tipbench airflow install-dags`),
+`AIRFLOW_HOME` (its own empty metadata database: a worker reaches Airflow through the
+execution API only), `TIPBENCH_HOME`, caches and log server port, and names itself
+(`TIPBENCH_WORKER_NAME`, Airflow's `hostname_callable`), so a task instance's hostname says
+which worker ran it. Redis is Debian's `redis-server` on a loopback port, both Celery's
+broker and its result backend. Everything runs in its own process group.
 """
 
 from __future__ import annotations
@@ -25,8 +29,6 @@ from pathlib import Path
 
 from tipbench._dev.airflow import BIN, AirflowHome
 from tipbench._dev.servers import ServerProcess, free_port, stop_group
-
-ADMIN_PASSWORD = "celery-admin-password-4f3e2d1c"
 
 
 def worker_name() -> str:
@@ -88,13 +90,15 @@ class Component:
 
 
 class CeleryDeployment:
-    """The CeleryExecutor deployment; `workers` Celery workers of concurrency 1 each."""
+    """The CeleryExecutor deployment, its metadata database the PostgreSQL database at
+    `database` (`postgresql://…`); `workers` Celery workers of concurrency 1 each."""
 
     start_timeout_s = 240.0
 
-    def __init__(self, root: Path, workers: int = 2, **env: str) -> None:
+    def __init__(self, root: Path, database: str, workers: int = 2, **env: str) -> None:
         self.root = root
-        self.central = AirflowHome(root / "central")  # scheduler, dag processor, API server
+        # the scheduler, dag processor, triggerer and API server
+        self.central = AirflowHome(root / "central", database)
         self.redis = RedisServer(root / "redis")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -106,6 +110,7 @@ class CeleryDeployment:
         }
         self.worker_names = [f"worker-{n}" for n in range(1, workers + 1)]
         self.components: dict[str, Component] = {}
+        self.install_output: dict[str, str] = {}  # what `install-dags` printed on each worker
 
     def common_env(self) -> dict[str, str]:
         broker = f"redis://127.0.0.1:{self.redis.port}"
@@ -131,13 +136,16 @@ class CeleryDeployment:
         }
 
     def central_env(self) -> dict[str, str]:
-        passwords = self.root / "passwords.json"
-        return self.central.env(
-            **self.common_env(),
-            AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin",
-            AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(passwords),
-            TIPBENCH_WORKER_NAME="central",
-        )
+        return self.central.env(**self.common_env(), TIPBENCH_WORKER_NAME="central")
+
+    @property
+    def password_file(self) -> Path:
+        """Where the API server wrote the admin's password (`{"admin": "…"}`)."""
+        return self.central.home / "simple_auth_manager_passwords.json.generated"
+
+    def admin_password(self) -> str:
+        password: str = json.loads(self.password_file.read_text())["admin"]
+        return password
 
     def worker_env(self, name: str) -> dict[str, str]:
         """A worker's environment: the network addresses, and its own folders only."""
@@ -161,8 +169,6 @@ class CeleryDeployment:
         }
 
     def start(self) -> CeleryDeployment:
-        (self.root / "passwords.json").parent.mkdir(parents=True, exist_ok=True)
-        (self.root / "passwords.json").write_text(json.dumps({"admin": ADMIN_PASSWORD}))
         self.redis.start()
         self.central.setup()
         central = self.central_env()
@@ -170,6 +176,7 @@ class CeleryDeployment:
             ("api-server", ["airflow", "api-server"]),
             ("scheduler", ["airflow", "scheduler"]),
             ("dag-processor", ["airflow", "dag-processor"]),
+            ("triggerer", ["airflow", "triggerer"]),  # a waiting approval is deferred to it
         ):
             self.components[name] = Component(name, argv, central, self.central.root)
         for name in self.worker_names:
@@ -183,6 +190,7 @@ class CeleryDeployment:
             )  # fmt: skip
             if installed.returncode != 0:
                 raise RuntimeError(f"install-dags for {name} failed: {installed.stderr}")
+            self.install_output[name] = installed.stdout + installed.stderr
             argv = [
                 "airflow", "celery", "worker", "--concurrency", "1",
                 "--celery-hostname", f"{name}@%h", "--without-mingle", "--without-gossip",
@@ -201,9 +209,11 @@ class CeleryDeployment:
                 raise RuntimeError(f"{dead[0]} exited: {self.components[dead[0]].log_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=3):
-                    return
+                    if self.password_file.exists():
+                        return
             except OSError:
-                time.sleep(1.0)
+                pass
+            time.sleep(1.0)
         self.stop()
         raise RuntimeError("the API server did not start in time")
 

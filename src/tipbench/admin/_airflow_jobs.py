@@ -4,11 +4,13 @@
 The job's row records the DAG run id and its page in Airflow's UI. A thread polls Airflow
 for every running job: its state (`success` → succeeded, `failed` → failed) and progress
 (mapped collect tasks done / total, the task running now as the phase, and cells and
-candidates done from the progress events in the collect and judge tasks' logs), and
-appends what changed to the job's log. Cancel marks the DAG run failed (Airflow stops its tasks);
-resume triggers a new DAG run with the same conf, which resumes by cell key. Airflow that
-cannot be reached fails `submit` before any job exists; the server restarting does not
-interrupt these jobs (Airflow runs them), the thread picks them up again.
+candidates done from the progress events in the collect and judge tasks' logs), and appends
+what changed to the job's log. Cancel marks the DAG run failed: Airflow answers that the run
+is still `running` and stops its tasks within seconds, so the job stays `running` in phase
+`cancelling` until Airflow reports the run ended, and is `cancelled` then; resume triggers a
+new DAG run with the same conf, which resumes by cell key. Airflow that cannot be reached
+fails `submit` before any job exists; the server restarting does not interrupt these jobs
+(Airflow runs them), the thread picks them up again.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,9 @@ _NOT_STARTED = frozenset({None, "scheduled", "queued", "none", "removed"})
 _COUNTING = frozenset({"collect", "judge_auto"})  # the tasks that count cells and candidates
 Counts = tuple[int, int]  # steps done, steps in all
 _FINAL: dict[str, JobState] = {"success": "succeeded", "failed": "failed"}
+#: The phase of a job whose DAG run was marked failed and has not ended yet.
+CANCELLING = "cancelling"
+_CANCEL_POLL_S = 1.0
 
 
 class AirflowJobRunner:
@@ -55,6 +62,7 @@ class AirflowJobRunner:
         self._thread: threading.Thread | None = None
         # the counts of task tries that have finished: their logs do not change any more
         self._final_counts: dict[tuple[str, str, int, int], dict[str, Counts]] = {}
+        self._updating = threading.Lock()  # the poller and a cancel change one job in turn
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="tipbench-airflow", daemon=True)
@@ -108,39 +116,62 @@ class AirflowJobRunner:
         return self.store.get(job_id)
 
     def cancel(self, job_id: str, wait_s: float = 0.0) -> Job:
-        """Mark the job's DAG run failed in Airflow, and the job cancelled.
+        """Mark the job's DAG run failed in Airflow; the job is `cancelled` once Airflow
+        reports the run ended (waits up to `wait_s` for it), `running` in phase
+        `cancelling` until then.
 
         Raises:
-            JobConflict: if the job has already finished.
+            JobConflict: if the job has already finished, or is being cancelled.
             AirflowError: Airflow cannot be reached (the job keeps running).
         """
-        job = self.store.get(job_id)
-        if job.state != "running" or job.dag_run_id is None:
-            raise JobConflict(f"job {job_id} is {job.state}: nothing to cancel")
-        self.client.fail_run(BENCH_COLLECT, job.dag_run_id)
-        self.store.finish(job_id, "cancelled", exit_code=None, error=None)
-        _append(job.log_path, f"--- {now()} cancelled: {BENCH_COLLECT} run marked failed")
-        return self.store.get(job_id)
+        with self._updating:
+            job = self.store.get(job_id)
+            if job.state != "running" or job.dag_run_id is None:
+                raise JobConflict(f"job {job_id} is {job.state}: nothing to cancel")
+            if job.progress.phase == CANCELLING:
+                raise JobConflict(
+                    f"job {job_id} is cancelling already: Airflow is stopping its run"
+                )
+            self.client.fail_run(BENCH_COLLECT, job.dag_run_id)
+            self.store.set_progress(job_id, replace(job.progress, phase=CANCELLING))
+        _append(job.log_path, f"--- {now()} cancel: {BENCH_COLLECT} run marked failed, "
+                "waiting for Airflow to stop its tasks")  # fmt: skip
+        deadline = time.monotonic() + wait_s
+        while (job := self.refresh(self.store.get(job_id))).state == "running":
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(_CANCEL_POLL_S)
+        return job
 
     def log(self, job_id: str, tail: int | None = None) -> str:
         return read_log(self.store.get(job_id).log_path, tail)
 
     def refresh(self, job: Job) -> Job:
-        """Bring a running job's state and progress up to date from Airflow."""
+        """Bring a running job's state and progress up to date from Airflow (a job being
+        cancelled stays in phase `cancelling`, and is `cancelled` once its run failed)."""
+        with self._updating:
+            return self._refresh(self.store.get(job.id))
+
+    def _refresh(self, job: Job) -> Job:
         if job.state != "running" or job.dag_run_id is None:
             return job
         state = self.client.run_state(BENCH_COLLECT, job.dag_run_id)
         tasks = self.client.task_instances(BENCH_COLLECT, job.dag_run_id)
         progress = progress_of(tasks, job.progress, self._counts(job.dag_run_id, tasks))
+        cancelling = job.progress.phase == CANCELLING
+        if cancelling:
+            progress = replace(progress, phase=CANCELLING)
         if progress != job.progress:
             self.store.set_progress(job.id, progress)
             _append(job.log_path, f"{now()} {describe(tasks)}")
         if state in _FINAL:
-            error = None if state == "success" else failure_of(tasks)
+            final = "cancelled" if cancelling and state == "failed" else _FINAL[state]
+            error = failure_of(tasks) if final == "failed" else None
             if state == "success":
                 self._announce_judge_file(job)
-            self.store.finish(job.id, _FINAL[state], exit_code=None, error=error)
-            _append(job.log_path, f"--- {now()} {BENCH_COLLECT} run {state}")
+            self.store.finish(job.id, final, exit_code=None, error=error)
+            ended = "ended: cancelled" if final == "cancelled" else state
+            _append(job.log_path, f"--- {now()} {BENCH_COLLECT} run {ended}")
         return self.store.get(job.id)
 
     def _announce_judge_file(self, job: Job) -> None:

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
-from tipbench.admin._airflow_jobs import AirflowJobRunner
+from tipbench.admin._airflow_jobs import CANCELLING, AirflowJobRunner
 from tipbench.admin._deps import Settings
 from tipbench.admin._job_runner import JobRunner
 from tipbench.admin._jobs import (
@@ -157,7 +157,7 @@ class JobStatus(BaseModel):
             started_at=job.started_at,
             finished_at=job.finished_at,
             pid=job.pid,
-            cancellable=job.state not in FINISHED,
+            cancellable=job.state not in FINISHED and progress.phase != CANCELLING,
             resumable=job.state in RESUMABLE,
             config=job.config,
             dag_run_id=job.dag_run_id,

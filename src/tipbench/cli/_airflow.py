@@ -8,7 +8,12 @@ from pathlib import Path
 import click
 
 from tipbench._errors import ConfigError, TipbenchError
-from tipbench.orchestration import AirflowClient, AirflowSettings, install_dags
+from tipbench.orchestration import (
+    AirflowClient,
+    AirflowSettings,
+    install_dags,
+    is_worker_without_database,
+)
 
 #: The DAGs the shim enables, in the order they are unpaused.
 DAG_IDS = ("bench_collect", "bench_judged", "policy_simulate")
@@ -25,7 +30,8 @@ def airflow_group() -> None:
 def install_dags_command(folder: Path, force: bool) -> None:
     """Write the shim that enables bench_collect, bench_judged and policy_simulate into
     Airflow's dags FOLDER, then unpause them through Airflow's REST API when
-    TIPBENCH_AIRFLOW_URL is set (new DAGs start paused), else print how to."""
+    TIPBENCH_AIRFLOW_URL is set (new DAGs start paused), else print how to (on a worker with
+    no metadata database, where `airflow dags …` cannot work, that nothing is left to do)."""
     if not os.environ.get("AIRFLOW_HOME") and folder.resolve().parent == Path("/"):
         raise ConfigError(
             f"AIRFLOW_HOME is unset, so the dags folder would be {folder.resolve()}: give "
@@ -34,6 +40,12 @@ def install_dags_command(folder: Path, force: bool) -> None:
     path = install_dags(folder, force=force)
     click.echo(f"wrote {path}: Airflow now lists bench_collect, bench_judged and policy_simulate")
     unpaused = _unpause()
+    if unpaused is None and is_worker_without_database():
+        click.echo(
+            "this machine is a worker with no Airflow metadata database: the DAGs are "
+            "unpaused and triggered where the scheduler and API server run, not here"
+        )
+        return
     if unpaused is None:
         click.echo(
             "new DAGs start paused (a trigger waits, asset events are ignored): "

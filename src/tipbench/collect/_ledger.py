@@ -6,10 +6,17 @@ MLflow takes seconds to import and set up, so the store opens in the background
 they pass). Generation then waits for it, as the
 experiment's recorded cells decide what is generated, unless the experiment is new (`ahead`):
 then the first cells are generated meanwhile and recorded once the store is open.
+
+The collect lock is held from `open` to `close`. On an MLflow server it is a lease that a
+stalled collection can lose to another (a task runner that outlived its Airflow worker, and
+the task's retry): before recording a cell, and at the end, a collection that finds it has
+lost it waits for the lock again, repairs what the two wrote at once (one run per cell) and
+skips the cells recorded meanwhile.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -30,6 +37,7 @@ from tipbench.tracking import (
     KIND_COLLECTION,
     BackgroundWriter,
     CellRun,
+    LockHold,
     TrackingStore,
     experiment_lock,
 )
@@ -108,6 +116,7 @@ class Ledger:
         self.ahead = ahead
         self._open: _Open | None = None
         self._held = ExitStack()  # the lock
+        self._hold = LockHold()  # asked before each write
 
     def wants(self, cell: Cell) -> bool:
         """Whether `cell` is to be generated (from any thread)."""
@@ -123,7 +132,9 @@ class Ledger:
     def record(self, outcome: CellOutcome) -> None:
         """Queue the run that records `outcome` (main thread)."""
         opened = self._opened()
-        if outcome.cell.key in opened.done:  # generated ahead, and recorded meanwhile elsewhere
+        if not self._hold.held():
+            self._regain(opened)
+        if outcome.cell.key in opened.done:  # recorded meanwhile by another collection
             return
         opened.cells.submit(outcome)
         result = opened.result
@@ -144,6 +155,9 @@ class Ledger:
             self.progress.note("writing the last runs to MLflow")
             opened.cells.end()
             result.unwritten = [(f.label, f.error) for f in opened.writer.close()]
+            unguarded = not self._hold.held() or self._hold.lapsed  # some writes may overlap
+            if unguarded and not interrupted:  # else the next collection repairs them
+                self._relock(opened)
             status = "KILLED" if interrupted else "FAILED" if result.exit_code else "FINISHED"
             opened.store.close_parent(
                 opened.parent,
@@ -162,14 +176,8 @@ class Ledger:
         if self._open is None:
             store = self.opening.result()
             experiment_id = store.experiment_id(self.config.experiment, create=True)
-
-            def waiting(holder: str) -> None:
-                self.progress.note(
-                    f"waiting for the collection of {holder} into {self.config.experiment!r}"
-                )
-
-            self._held.enter_context(
-                experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=waiting)
+            self._hold = self._held.enter_context(
+                experiment_lock(store, experiment_id, LOCK_SCOPE, waiting=self._waiting)
             )
             try:
                 self._open = self._set_up(store, experiment_id)
@@ -177,6 +185,44 @@ class Ledger:
                 self._held.close()
                 raise
         return self._open
+
+    def _waiting(self, holder: str) -> None:
+        experiment = self.config.experiment
+        self.progress.note(f"waiting for the collection of {holder} into {experiment!r}")
+
+    def _regain(self, opened: _Open) -> None:
+        """The lease lapsed while this collection stalled: let the writes queued so far
+        land, take the lock again, repair and skip what was recorded meanwhile."""
+        self.progress.note(
+            f"lost the collect lock of {self.config.experiment!r} (this collection stalled "
+            "longer than its lease): waiting for it again"
+        )
+        landed = threading.Event()
+        opened.writer.submit("lock", lambda client: landed.set())
+        landed.wait()
+        self._relock(opened)
+        before = opened.done
+        recorded = opened.store.cell_runs(opened.experiment_id)
+        opened.done = frozenset(run.cell_key for run in recorded if run.finished)
+        meanwhile = counted(len(opened.done - before), "cell")
+        self.progress.note(f"holding the collect lock again: {meanwhile} recorded meanwhile")
+
+    def _relock(self, opened: _Open) -> None:
+        """Release the lock (if still ours), take it again and leave one run per cell."""
+        self._held.close()
+        self._held = ExitStack()
+        self._hold = self._held.enter_context(
+            experiment_lock(opened.store, opened.experiment_id, LOCK_SCOPE, waiting=self._waiting)
+        )
+        found, repaired = opened.result.duplicates, resolve_duplicates(
+            opened.store, opened.experiment_id
+        )
+        opened.result.duplicates = DuplicateReport(
+            found.cells + repaired.cells,
+            found.removed_runs + repaired.removed_runs,
+            found.parents + repaired.parents,
+            found.removed_parents + repaired.removed_parents,
+        )
 
     def _set_up(self, store: TrackingStore, experiment_id: str) -> _Open:
         config, suite, cells = self.config, self.suite, self.cells

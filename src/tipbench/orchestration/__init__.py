@@ -16,7 +16,12 @@ from tipbench.orchestration._conf import (
     param_specs,
     read_conf,
 )
-from tipbench.orchestration._install import SHIM, SHIM_NAME, install_dags
+from tipbench.orchestration._install import (
+    SHIM,
+    SHIM_NAME,
+    install_dags,
+    is_worker_without_database,
+)
 from tipbench.orchestration._notify import announce_judged
 from tipbench.orchestration._rest import (
     AirflowClient,
@@ -41,6 +46,7 @@ __all__ = [
     "TaskInstance",
     "announce_judged",
     "install_dags",
+    "is_worker_without_database",
     "param_specs",
     "read_conf",
 ]

@@ -57,7 +57,13 @@ from tipbench.tracking._cell_run import (
     version_scores,
     version_tag,
 )
-from tipbench.tracking._lock import KIND_LOCK, experiment_lock, holder_name
+from tipbench.tracking._lock import (
+    KIND_LOCK,
+    TTL_VARIABLE,
+    LockHold,
+    experiment_lock,
+    holder_name,
+)
 from tipbench.tracking._prompts import (
     DEFAULT_PROMPT_NAME,
     LINKED_PROMPTS_TAG,
@@ -137,6 +143,7 @@ __all__ = [
     "SOURCE_TAG",
     "TEMPLATE_HASH_TAG",
     "TIERS",
+    "TTL_VARIABLE",
     "UPDATED_AT_TAG",
     "BackgroundWriter",
     "CandidatesFile",
@@ -147,6 +154,7 @@ __all__ = [
     "CellTrace",
     "Draft",
     "GivenScore",
+    "LockHold",
     "RecordedCandidate",
     "RegisteredPrompt",
     "RequestSpan",

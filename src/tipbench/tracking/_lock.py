@@ -11,7 +11,16 @@ record it. `experiment_lock` makes them take turns:
   if another lease appeared meanwhile (so two can never both hold it, on a store that reads
   its own writes). A lease whose heartbeat has not moved for `ttl_s` seconds of the
   waiter's own clock (no clock is compared across machines), or whose holder is a process
-  of this host that no longer exists, is stale and taken over.
+  of this host (and of this process namespace) that no longer exists, is stale and taken
+  over.
+
+A lease can be lost while its holder lives: a holder that stalls (a stopped process, a
+partitioned machine, a store that answers no heartbeat for `ttl_s`) is taken over, and goes
+on when it wakes. So the block is given a `LockHold` to ask before each write: `held()` is
+true only while the holder's last acknowledged heartbeat was sent less than half a lease ago
+(a waiter takes over no sooner than a whole lease after it) and its lease run still exists;
+`lapsed` says whether it ever stopped being true. A holder that finds it false takes the
+lock again (`experiment_lock` gives up and reacquires) before it writes anything more.
 """
 
 from __future__ import annotations
@@ -35,8 +44,12 @@ from tipbench.tracking._store import TrackingStore, short_error
 
 KIND_LOCK = "lock"
 _SCOPE_TAG, _HOLDER_TAG, _HEARTBEAT_TAG = "lock_scope", "lock_holder", "lock_heartbeat"
+_PIDNS_TAG = "lock_pid_namespace"
 DEFAULT_TTL_S = 30.0
+#: A lease's lifetime in seconds, when not the default (a store that answers slowly).
+TTL_VARIABLE = "TIPBENCH_LOCK_TTL_S"
 _POLL_S = 1.0
+_NOT_ACTIVE = "must be in the 'active' state"  # MLflow, writing to a deleted run
 
 Waiting = Callable[[str], None]
 """Told once, with the holder's description, when the lock is taken and we wait."""
@@ -57,6 +70,38 @@ def local_store_folder(uri: str) -> Path | None:
     return None
 
 
+class LockHold:
+    """What the block of `experiment_lock` asks before it writes: whether it still holds
+    the lock. A file lock is held until its block ends; a lease only while it beats."""
+
+    def __init__(self, lease: _Lease | None = None) -> None:
+        self._lease = lease
+        self.lapsed = False  # whether `held()` was ever false
+
+    def held(self) -> bool:
+        held = self._lease is None or self._lease.held()
+        self.lapsed = self.lapsed or not held
+        return held
+
+
+def lock_ttl_s() -> float:
+    """A lease's lifetime: `TIPBENCH_LOCK_TTL_S` seconds, else `DEFAULT_TTL_S`.
+
+    Raises:
+        TrackingError: If the variable is not a positive number.
+    """
+    raw = os.environ.get(TTL_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_TTL_S
+    try:
+        ttl = float(raw)
+    except ValueError:
+        ttl = 0.0
+    if not ttl > 0:
+        raise TrackingError(f"{TTL_VARIABLE}: expected a positive number of seconds, got {raw!r}")
+    return ttl
+
+
 @contextlib.contextmanager
 def experiment_lock(
     store: TrackingStore,
@@ -64,11 +109,12 @@ def experiment_lock(
     scope: str,
     *,
     waiting: Waiting | None = None,
-    ttl_s: float = DEFAULT_TTL_S,
-) -> Iterator[None]:
+    ttl_s: float | None = None,
+) -> Iterator[LockHold]:
     """Hold the experiment's lock for `scope` (e.g. "collect") while the block runs.
 
-    Waits, as long as it takes, while another process holds it; `waiting` is told who.
+    Waits, as long as it takes, while another process holds it; `waiting` is told who. A
+    lease lives `ttl_s` seconds without a heartbeat (default `lock_ttl_s()`).
 
     Raises:
         TrackingError: If the lock cannot be set up (an unwritable folder, a store that
@@ -77,12 +123,12 @@ def experiment_lock(
     folder = local_store_folder(store.uri)
     if folder is not None:
         with _file_lock(folder, experiment_id, scope, waiting):
-            yield
+            yield LockHold()
         return
-    lease = _Lease(store, experiment_id, scope, ttl_s)
+    lease = _Lease(store, experiment_id, scope, lock_ttl_s() if ttl_s is None else ttl_s)
     lease.acquire(waiting)
     try:
-        yield
+        yield LockHold(lease)
     finally:
         lease.release()
 
@@ -137,15 +183,25 @@ class _Lease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seen: dict[str, _Seen] = {}
+        self._confirmed_at = 0.0  # monotonic time the last acknowledged heartbeat was sent
+        self._lost = threading.Event()  # its run was deleted: another process took over
+
+    def held(self) -> bool:
+        """Whether no waiter can have taken the lease over: its last acknowledged heartbeat
+        was sent less than half a lease ago (a waiter waits a whole lease from the moment
+        it first saw that heartbeat, which is after it was sent)."""
+        fresh = time.monotonic() - self._confirmed_at < self.ttl_s / 2
+        return self.run_id is not None and fresh and not self._lost.is_set()
 
     def acquire(self, waiting: Waiting | None) -> None:
         told = False
         while True:
             holders = self._live_leases()
             if not holders:
+                sent = time.monotonic()
                 mine = self._create()
                 if not [r for r in self._live_leases() if r != mine]:
-                    self.run_id = mine
+                    self.run_id, self._confirmed_at = mine, sent
                     break
                 self._delete(mine)  # someone came at the same time: back off, try again
             elif waiting is not None and not told:
@@ -175,7 +231,8 @@ class _Lease:
             seen = self._seen.get(run_id)
             if seen is None or seen.heartbeat != heartbeat:
                 self._seen[run_id] = seen = _Seen(heartbeat, now)
-            if _gone(holder) or now - seen.since > self.ttl_s:
+            gone = tags.get(_PIDNS_TAG) == _pid_namespace() and _gone(holder)
+            if gone or now - seen.since > self.ttl_s:
                 self._delete(run_id)  # stale: its holder died or stopped beating
             else:
                 live[run_id] = holder
@@ -183,7 +240,7 @@ class _Lease:
 
     def _create(self) -> str:
         tags = {KIND_TAG: KIND_LOCK, _SCOPE_TAG: self.scope, _HOLDER_TAG: holder_name(),
-                _HEARTBEAT_TAG: "0"}  # fmt: skip
+                _HEARTBEAT_TAG: "0", _PIDNS_TAG: _pid_namespace()}  # fmt: skip
         try:
             run = self.store.client.create_run(
                 self.experiment_id, run_name=f"lock {self.scope}", tags=tags
@@ -202,12 +259,29 @@ class _Lease:
         run_id, beat = self.run_id, 0
         while run_id is not None and not self._stop.wait(self.ttl_s / 4):
             beat += 1
-            with contextlib.suppress(Exception):  # a missed beat is retried by the next one
+            sent = time.monotonic()
+            try:
                 self.store.client.set_tag(run_id, _HEARTBEAT_TAG, str(beat))
+            except Exception as exc:  # a missed beat is retried by the next one
+                if _NOT_ACTIVE in str(exc):  # deleted: another process took the lease over
+                    self._lost.set()
+                    return
+                continue
+            self._confirmed_at = sent
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (containers on one host have their own): a holder's
+    pid is looked up only from the same one."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
 
 
 def _gone(holder: str) -> bool:
-    """Whether `holder` names a process of this host that no longer exists."""
+    """Whether `holder` names a process of this host that no longer exists (asked only
+    of a holder of this PID namespace)."""
     host, _, pid = holder.rpartition(" pid ")
     if host != socket.gethostname() or not pid.isdigit():
         return False

@@ -300,6 +300,7 @@
     export: "export for the human judge", compare: "compare", report: "writing the report",
     plan: "planning (validating the conf)", judge_auto: "automatic judge",
     export_for_judge: "export for the human judge",
+    cancelling: "cancelling (Airflow is stopping its tasks)",
   };
 
   function renderJob(job) {
