@@ -8,7 +8,8 @@ import pytest
 from tipbench._dev.ppi_sim import JUDGES, World, race, simulate
 from tipbench.compare._active import next_cells, queue_clocks, queue_inclusion
 from tipbench.compare._confseq import decide_leader
-from tipbench.compare._ppi import Sample, estimate, half_width
+from tipbench.compare._paired import half_width
+from tipbench.compare._ppi import Sample, estimate
 
 GRID = World(means=(13.0, 10.0, 9.0, 8.5, 8.0, 7.5, 7.0, 6.5, 6.0, 6.0, 5.5, 5.0))
 """Four models × three prompts on the bundled suite: a leader 3 points ahead, a tail behind."""

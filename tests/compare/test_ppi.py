@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tipbench._dev.ppi_sim import JUDGES, World, simulate, uniform_sample
-from tipbench.compare._ppi import Judged, Sample, differences, estimate, half_width
+from tipbench.compare._paired import differences, half_width
+from tipbench.compare._ppi import Judged, Sample, estimate
 
 
 def _one_cell(auto: list[float], human: list[float | None]) -> Judged:

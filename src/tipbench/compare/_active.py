@@ -12,9 +12,11 @@ Two choices make the order, and only the second looks at the scores so far:
   The estimate weighs each score by the inverse (`compare._ppi`), so it stays unbiased
   whichever runs come first.
 - **across cells** (`next_cells`): a cell without a human score in its queue first (there
-  is no leader before every cell has an estimate); then, of the comparisons with the leader
-  not settled yet, the one whose confidence sequence is widest against the gap it must clear, and of
-  its two cells the one whose sampling leaves the most doubt. A cell's queue is served
+  is no leader before every cell has an estimate); then a cell whose human scores cover
+  fewer scenarios than a comparison needs (the fewest first: no comparison can settle
+  before); then, of the comparisons with the leader not settled yet, the one whose
+  confidence sequence is widest against the gap it must clear, and of its two cells the
+  one whose sampling leaves the most doubt. A cell's queue is served
   from its front, so the choice of cell never picks runs by their scores.
 
 A uniform order (``--order uniform``) serves all open runs in one shuffled queue instead.
@@ -141,11 +143,16 @@ def next_cells(
     out = np.full(judged.n_pools, -1, dtype=np.intp)
     has_open = open_units > 0
     empty = (estimates.n_sampled == 0) & has_open
+    short = (estimates.n_human_scenarios < decision.needed) & has_open
     for pool in range(judged.n_pools):
         cells = np.flatnonzero(judged.pool == pool)
         first = cells[empty[cells]]
         if len(first):
             out[pool] = first[0]
+            continue
+        wanting = cells[short[cells]]
+        if len(wanting):  # no comparison can settle before every cell covers enough
+            out[pool] = wanting[np.argmin(estimates.n_human_scenarios[wanting])]
             continue
         out[pool] = _from_comparisons(pool, judged, estimates, decision, has_open)
         if out[pool] < 0 and has_open[cells].any():  # decided: the most uncertain open cell

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tipbench.compare._anytime import AnytimeLeader, anytime_leader, human_decision
 from tipbench.compare._combined import (
     NO_AUTOMATIC_SCORES,
     CombinedState,
     build_combined,
     combined_state,
 )
+from tipbench.compare._floor import resolution_variance
 from tipbench.compare._leaderboard import (
     COLUMNS,
     DEFAULT_MIN_SCENARIOS,
@@ -82,15 +84,18 @@ def _candidates(run: CellRun, tier: Tier) -> int:
     return run.candidate_count or len(run.scores(tier))
 
 
-def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int]:
-    """The cells of the tier's judged runs and each (cell, scenario)'s mean scores."""
+def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int, int]:
+    """The cells of the tier's judged runs, each (cell, scenario)'s mean scores, the runs
+    read and the scenarios every run (judged or not) covers."""
     keys = [metric_name(tier, column) for column in COLUMNS]
     cells: dict[tuple[str, str], _Cell] = {}
     groups: list[int] = []
     values: list[list[float]] = []
     n_groups = 0
+    every: set[str] = set()
     for run in runs:
         metrics = run.metrics
+        every.add(run.scenario_key)
         if keys[0] not in metrics:
             continue  # not judged by this tier
         model, prompt = run.model, run.prompt_version
@@ -109,7 +114,7 @@ def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray
         cell.structured.add(run.structured)
     table = np.asarray(values, dtype=np.float64).reshape(-1, len(keys))
     scenario_values = _group_means(table, np.asarray(groups, dtype=np.intp), n_groups)
-    return list(cells.values()), scenario_values, len(values)
+    return list(cells.values()), scenario_values, len(values), len(every)
 
 
 def _group_means(table: _FloatArray, groups: npt.NDArray[np.intp], n_groups: int) -> _FloatArray:
@@ -170,7 +175,7 @@ def build_leaderboard(
     """
     if min_scenarios < 1:
         raise ValueError(f"min_scenarios must be at least 1, got {min_scenarios}")
-    cells, scenario_values, n_runs = _read(runs, tier)
+    cells, scenario_values, n_runs, n_scenarios = _read(runs, tier)
     scored = sorted(
         (_score(cell, scenario_values, min_scenarios) for cell in cells), key=_Scored.order
     )
@@ -197,7 +202,33 @@ def build_leaderboard(
         rows=tuple(rows),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_runs=n_runs,
+        anytime=_anytime(scored, n_scenarios) if tier == "human" and scored else None,
     )
+
+
+def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
+    """The human tier's leader by confidence sequences on its scenario values: what the
+    promotion gate rests on where the combined tier does not decide."""
+    keys = sorted({key for cell in scored for key in cell.per_scenario})
+    index = {key: i for i, key in enumerate(keys)}
+    cell, scenario, value = [], [], []
+    for c, one in enumerate(scored):
+        for key, composite in one.per_scenario.items():
+            if math.isfinite(composite):
+                cell.append(c)
+                scenario.append(index[key])
+                value.append(composite)
+    decision, covered = human_decision(
+        cell,
+        scenario,
+        value,
+        len(scored),
+        resolution_variance("composite"),
+        float(n_scenarios),
+        ALPHA,
+    )
+    names = [f"{one.model}|{one.prompt_version}" for one in scored]
+    return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
 
 
 def _row(scored: _Scored, placing: Placing | None, interval: Interval) -> LeaderboardRow:
