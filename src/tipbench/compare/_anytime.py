@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tipbench._words import counted
 from tipbench.compare._confseq import LeaderDecision, decide_leader, scenarios_needed
@@ -126,38 +127,18 @@ def anytime_leader(
 
 
 def human_decision(
-    cell: Sequence[int],
-    scenario: Sequence[int],
-    value: Sequence[float],
-    n_cells: int,
-    floor: float,
-    n_opt: float,
-    alpha: float,
-) -> tuple[LeaderDecision, np.ndarray]:
-    """The human tier's `LeaderDecision` from its scenario values (one per judged cell and
-    scenario, each standing for itself), and each cell's human-judged scenarios.
+    judged: Judged, alpha: float, n_opt: float
+) -> tuple[LeaderDecision, npt.NDArray[np.intp]]:
+    """The human tier's `LeaderDecision` for every pool of `judged` (its human-scored units
+    alone, each standing for itself: `Judged.human_tier`), and each cell's human-judged
+    scenarios.
 
     Args:
-        cell: Each value's cell (0 .. n_cells − 1).
-        scenario: Each value's scenario (pairing cells).
-        value: The human scenario value (the mean of its human-scored runs).
-        n_cells: Cells compared (a cell with no value has no estimate: nothing is decided).
-        floor: The least variance of a scenario value.
-        n_opt: The experiment's scenarios (fixed: where the sequences are tightest).
+        judged: The units (their judge scores are not used).
         alpha: The level over all comparisons.
+        n_opt: The experiment's scenarios (fixed: where the sequences are tightest).
     """
-    cells = np.asarray(cell, dtype=np.intp)
-    values = np.asarray(value, dtype=np.float64)
-    judged = Judged.build(
-        cells,
-        np.asarray(scenario, dtype=np.intp),
-        np.full(len(values), np.nan),
-        values,
-        np.ones(len(values), dtype=bool),
-        np.zeros(n_cells, dtype=np.intp),
-        floor,
-    )
-    estimates = estimate(judged, Sample.none(), use_judge=False)
-    return decide_leader(judged, Sample.none(), estimates, alpha, n_opt), np.bincount(
-        cells, minlength=n_cells
-    )
+    tier = judged.human_tier()
+    estimates = estimate(tier, Sample.none(), use_judge=False)
+    decision = decide_leader(tier, Sample.none(), estimates, alpha, n_opt)
+    return decision, estimates.n_human_scenarios

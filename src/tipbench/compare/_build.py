@@ -37,6 +37,7 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._order import Order, current_order, ensure_order
+from tipbench.compare._ppi import Judged
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
 from tipbench.compare._stats import Interval, PairedComparison, mean_interval, paired_comparison
 from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
@@ -218,15 +219,17 @@ def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
                 cell.append(c)
                 scenario.append(index[key])
                 value.append(composite)
-    decision, covered = human_decision(
-        cell,
-        scenario,
-        value,
-        len(scored),
+    values = np.asarray(value, dtype=np.float64)
+    judged = Judged.build(
+        np.asarray(cell, dtype=np.intp),
+        np.asarray(scenario, dtype=np.intp),
+        np.full(len(values), np.nan),
+        values,
+        np.ones(len(values), dtype=bool),
+        np.zeros(len(scored), dtype=np.intp),
         resolution_variance("composite"),
-        float(n_scenarios),
-        ALPHA,
     )
+    decision, covered = human_decision(judged, ALPHA, float(n_scenarios))
     names = [f"{one.model}|{one.prompt_version}" for one in scored]
     return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
 

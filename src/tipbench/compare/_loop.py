@@ -73,17 +73,18 @@ def snapshot(
     return Snapshot(sample, estimates, decision, unscored.astype(np.intp))
 
 
-def next_units(judged: Judged, queues: Queues, now: Snapshot) -> _Int:
+def next_units(judged: Judged, queues: Queues, now: Snapshot | None = None) -> _Int:
     """Per leaderboard, the unit a human should score next (-1: none waits).
 
     Uniform order: the unscored run with the smallest clock. Active order: the front of
     the queue of the cell `next_cells` picks from the comparisons as they are now (the
-    smallest clock of that cell's unscored runs), else the uniform choice.
+    smallest clock of that cell's unscored runs), else the uniform choice (which is also
+    what it does without a snapshot `now`).
     """
     waiting = ~judged.known & np.isnan(judged.human)
     pools = judged.pool[judged.cell]
     by_pool = _front(pools, queues.clocks, waiting, judged.n_pools)
-    if queues.kind == "uniform":
+    if queues.kind == "uniform" or now is None:
         return by_pool
     by_cell = _front(judged.cell, queues.clocks, waiting, judged.n_cells)
     chosen = next_cells(judged, now.estimates, now.decision, now.open_units)
