@@ -291,7 +291,7 @@ def combined_leader(state: CombinedState) -> AnytimeLeader:
         names,
         state.decision,
         state.estimates.n_human_scenarios.tolist(),
-        int(covered.min(initial=0)),
+        int(covered.min()) if len(covered) else 0,
         ALPHA,
     )
 
@@ -359,6 +359,7 @@ def _row(
         structured=tuple(sorted({run.structured for run in mine})),
         combined=CombinedFigures(
             n_human=int(e.n_human[c]),
+            n_human_scenarios=int(e.n_human_scenarios[c]),
             n_effective=float(e.n_effective[c]),
             lam=float(e.lam[c]),
             cs_low=math.nan if leader else low,
