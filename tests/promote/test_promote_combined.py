@@ -35,7 +35,8 @@ def _scores(composite: int, judge: bool = False) -> dict[str, object]:
 
 def _experiment(uri: str, experiment: str, human_before_order: bool = False) -> None:
     """Both prompts on the 8 scenarios, the judge on every run; the human on 6 runs per
-    cell (the scenarios a paired test needs), in the experiment's judging order (or before any, with `human_before_order`)."""
+    cell (the scenarios a paired test needs), in the experiment's judging order (or before
+    any, with `human_before_order`)."""
     store = TrackingStore(uri)
     experiment_id = store.experiment_id(experiment, create=True)
     cells = [

@@ -26,7 +26,7 @@ combined tier, `human_decision` in the human tier) after every label.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -97,10 +97,9 @@ def _latent(world: World, n: int, rng: np.random.Generator) -> tuple[_Float, _Fl
 def truth(world: World, draws: int = 200_000, seed: int = 99) -> _Float:
     """(C,) each cell's expected human composite over the population of scenarios."""
     rng = np.random.default_rng(seed)
-    one = World(world.means, world.models, 1, 1, world.scenario_sd, world.interaction_sd,
-                world.run_sd, world.criterion_sd)  # fmt: skip
-    latent, _ = _latent(one, draws, rng)
-    return _composite(latent[:, :, 0], 0.0, world.criterion_sd, rng).mean(axis=0)
+    latent, _ = _latent(replace(world, n_scenarios=1, runs=1), draws, rng)
+    out: _Float = _composite(latent[:, :, 0], 0.0, world.criterion_sd, rng).mean(axis=0)
+    return out
 
 
 @dataclass(frozen=True)

@@ -202,16 +202,17 @@ def _comparison(state: CombinedState, a: int, b: int) -> PairedComparison:
         p = float(t_p_value(np.asarray([mean / math.sqrt(variance)]), np.asarray([df]))[0])
     scenarios = state.judged.scenario
     shared = np.intersect1d(scenarios[state.judged.cell == a], scenarios[state.judged.cell == b])
-    covered = int(min(e.n_human_scenarios[a], e.n_human_scenarios[b]))
+    # The scenarios the test can count as paired: those both cells' human scores cover.
+    covered = min(int(min(e.n_human_scenarios[a], e.n_human_scenarios[b])), len(shared))
     return PairedComparison(
-        n_pairs=len(shared),
+        n_pairs=covered,
         mean_diff=float(mean),
         ci_low=float(mean - half),
         ci_high=float(mean + half),
         p_value=p if usable else math.nan,
         exact=False,
         confidence=CONFIDENCE,
-        min_p_value=min_attainable_p(min(covered, len(shared))),
+        min_p_value=min_attainable_p(covered),
         ci_method="ppi",
         cs_low=float(seq.low[0]),
         cs_high=float(seq.high[0]),

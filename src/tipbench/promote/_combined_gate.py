@@ -182,7 +182,7 @@ def _beats(
         f"combined gain over {production}: {gain.mean_diff:+.2f}, confidence sequence "
         f"[{gain.cs_low:+.2f}, {gain.cs_high:+.2f}] (single look: "
         f"[{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], p = {gain.p_value:.3f}), "
-        f"{gain.n_pairs} scenarios"
+        f"{gain.n_pairs} human-judged scenarios"
     )
     if not gain.mean_diff >= margin:
         return "beats production", False, f"{text}; below the margin {margin:g}"
