@@ -44,7 +44,7 @@ def judging_status(state: CombinedState) -> JudgingStatus:
     In this order: the scenarios too few for any decision ("cannot be decided on 3
     scenarios: collect at least 6": no count of judgements would help); decided; cells
     whose human scores cover too few scenarios (at least the judgements that would cover
-    them); else the plan's count.
+    them); cells without a score in their queue; else the plan's count.
     """
     order = state.order
     human = bool(np.any(~np.isnan(state.judged.human)))
@@ -76,6 +76,17 @@ def judging_status(state: CombinedState) -> JudgingStatus:
             short,
             f"every cell needs human scores on at least {d.needed} scenarios before the "
             f"leader can be decided: at least {counted(short, 'more judgment')} expected",
+            state.unused,
+        )
+    empty = int(np.count_nonzero((state.estimates.n_sampled == 0) & (state.open_units > 0)))
+    if empty:
+        return JudgingStatus(
+            order.kind,
+            True,
+            False,
+            empty,
+            f"every cell needs a human score before the leader can be decided: at least "
+            f"{counted(empty, 'more judgment')} expected",
             state.unused,
         )
     more = expected_judgements(state)
