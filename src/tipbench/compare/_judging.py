@@ -126,11 +126,16 @@ class Plan:
 def plan(state: CombinedState) -> Plan:
     """The judgements per cell that would decide the leader at today's differences.
 
-    A cell without a human score needs one first; then, per comparison not settled, its two
-    cells get judgements (greedily, to the larger drop of variance) until its sequence would
-    exclude 0. The leader's judgements serve every comparison: the most any one needs.
+    A cell whose human scores cover too few scenarios needs (at least) one judgement per
+    scenario short, and a cell without a human score one first; then, per comparison not
+    settled, its two cells get judgements (greedily, to the larger drop of variance) until
+    its sequence would exclude 0. The leader's judgements serve every comparison: the most
+    any one needs.
     """
     e, d = state.estimates, state.decision
+    short = np.minimum(np.maximum(d.needed - e.n_human_scenarios, 0), state.open_units)
+    if short.any():
+        return Plan(short.astype(np.intp))
     per_cell = np.zeros(len(state.cells), dtype=np.intp)
     leader = int(d.leader[0]) if len(d.leader) else -1
     if leader < 0:  # some cell has no estimate yet: one score there first
