@@ -1,18 +1,20 @@
 #!/usr/bin/env python
 """How many human judgements until the leader is decided: uniform or active order, with or
-without the automatic judge's scores (issue 23). A simulation, not a timing: its figures do
-not depend on the machine, so it can be run anywhere.
+without the automatic judge's scores (issues 23 and 31). A simulation, not a timing: its
+figures do not depend on the machine, so it can be run anywhere.
 
 Simulated experiments have the bundled suite's shape on the documented Ollama grid:
-4 models × 3 prompts = 12 cells, 8 scenarios, 5 tips a run (96 runs). Their true mean
-composites put a leader 3 points ahead of the second cell and the rest further behind
-(`--means`); each run's human score adds the scenario's effect, the cell's reaction to it
-and its tips' noise (`tipbench._dev.ppi_sim`). The automatic judge is good, biased (an
-uncalibrated judge: half the human's scale, a bias per cell) or useless (noise).
+4 models × 3 prompts = 12 cells, 8 scenarios, one run each (96 runs; `--runs` for more).
+Their true mean composites put a leader 3 points ahead of the second cell and the rest
+further behind (`--means`, composites); each run's human score is three integer 1–5
+criteria with a ceiling around a latent quality (scenario effect, the cell's reaction,
+heteroscedastic run noise; `tipbench._dev.ppi_sim`). The automatic judge is biased for
+one model's cells, contrary inside the leading cell, generous at the ceiling, or useless.
 
-Each experiment is judged one run at a time, and after every judgement the leaderboard's
-anytime-valid comparisons are looked at; the count stops when the leader is decided (every
-other cell's confidence sequence lies below it), or when every run is judged. Three ways:
+Each experiment is judged one run at a time through the product's judging loop
+(`compare._loop`: the page's next run, then the gate's standing after every label); the
+count stops when the leader is decided (every other cell's confidence sequence below it,
+every cell's human scores on 6+ scenarios), or when every run is judged. Three ways:
 
   (h) uniform order, the human scores alone (λ = 0: the human tier's information);
   (u) uniform order, combined with the judge's scores (PPI++);
@@ -21,12 +23,16 @@ other cell's confidence sequence lies below it), or when every run is judged. Th
 It prints, per judge, the share of experiments decided, the share that named a wrong
 leader (the budget is α = 5% whatever the order), the median and mean human judgements to
 a decision (undecided experiments count as never: the median; and are left out: the mean),
-and the ratios a/u and a/h, u/h of the medians.
+and the ratios a/u, a/h and u/h of the medians.
 
-    python bench/labels_to_decision.py [--experiments 400] [--seed 23] [--judges good,biased]
+Before issue 31 (no variance floor, runs as independent, sequences on any number of human
+scores) the same bench on its continuous-score world gave medians a 22.5, u 54, h 77.5 of
+96 runs (docs/statistics.md); run `git show 6136559:bench/labels_to_decision.py` against
+that commit's tree to see them again.
 
-Exit status: 0 if, with the good judge, the active order decides with at most half the
-uniform order's human judgements (median), 1 otherwise.
+    python bench/labels_to_decision.py [--experiments 400] [--seed 23] [--judges biased,useless]
+
+Exit status: 0 if no way named a wrong leader in more than α of the experiments, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from tipbench._dev.ppi_sim import JUDGES, Race, World, race, simulate
 
 GRID = (13.0, 10.0, 9.0, 8.5, 8.0, 7.5, 7.0, 6.5, 6.0, 6.0, 5.5, 5.0)
 WAYS = (("h", "uniform", False), ("u", "uniform", True), ("a", "active", True))
+NAMES = {"h": "(h) uniform, human alone", "u": "(u) uniform, combined", "a": "(a) active, combined"}
 
 
 def _median(result: Race) -> float:
@@ -51,46 +58,74 @@ def _mean(result: Race) -> float:
     return float(result.labels[decided].mean()) if decided.any() else float("nan")
 
 
+def _ratio(medians: dict[str, float], top: str, bottom: str) -> str:
+    """A ratio of two medians; n/a where either is undecided in most experiments (inf)."""
+    a, b = medians[top], medians[bottom]
+    return f"{a / b:.2f}" if np.isfinite(a) and np.isfinite(b) else "n/a"
+
+
+def _world(means: str, runs: int) -> World:
+    """Composites to latent qualities (three criteria + 2), on 4 models × 3 prompts, with
+    the spreads of the bench before issue 31 in composite points (scenario 1.0, a cell's
+    reaction 0.5, a run's tips 0.9; a third of each on a criterion's scale), now with
+    integer criteria, a ceiling and heteroscedastic runs."""
+    composites = [float(m) for m in means.split(",")]
+    latent = tuple((m - 2.0) / 3.0 for m in composites)
+    models = tuple(i // 3 for i in range(len(latent)))
+    return World(
+        means=latent,
+        models=models,
+        runs=runs,
+        scenario_sd=1.0 / 3.0,
+        interaction_sd=0.5 / 3.0,
+        run_sd=0.9 / 3.0,
+        criterion_sd=0.15,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--experiments", type=int, default=400)
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--judges", default=",".join(JUDGES))
     parser.add_argument("--means", default=",".join(str(m) for m in GRID))
+    parser.add_argument("--runs", type=int, default=1, help="runs per scenario")
     parser.add_argument("--alpha", type=float, default=0.05)
     args = parser.parse_args(argv)
-    world = World(means=tuple(float(m) for m in args.means.split(",")))
+    world = _world(args.means, args.runs)
     experiments = simulate(world, args.experiments, args.seed)
-    runs = world.n_cells * world.n_scenarios
+    best = frozenset({int(np.argmax(experiments.truth))})
+    runs = world.n_cells * world.n_runs
     print(
         f"{args.experiments} experiments, {world.n_cells} cells × {world.n_scenarios} "
-        f"scenarios = {runs} runs; α = {args.alpha}; true means {args.means}"
+        f"scenarios × {world.runs} runs = {runs} runs; α = {args.alpha}; true means "
+        + ", ".join(f"{t:.2f}" for t in experiments.truth)
     )
     print(f"{'judge':8} {'way':26} {'decided':>8} {'wrong':>6} {'median':>7} {'mean':>6}")
-    names = {
-        "h": "(h) uniform, human alone",
-        "u": "(u) uniform, combined",
-        "a": "(a) active, combined",
-    }
     ok = True
     for judge in args.judges.split(","):
         results = {}
         for key, order, use_judge in WAYS:
             result = race(
-                experiments, judge, order, use_judge=use_judge, alpha=args.alpha, seed=args.seed
+                experiments,
+                judge,
+                order,  # type: ignore[arg-type]
+                use_judge=use_judge,
+                alpha=args.alpha,
+                seed=args.seed,
             )
             results[key] = result
+            wrong = float(result.wrong(best).mean())
+            ok = ok and wrong <= args.alpha
             print(
-                f"{judge:8} {names[key]:26} {result.decided().mean():8.2f} "
-                f"{result.wrong().mean():6.3f} {_median(result):7.1f} {_mean(result):6.1f}"
+                f"{judge:8} {NAMES[key]:26} {result.decided().mean():8.2f} "
+                f"{wrong:6.3f} {_median(result):7.1f} {_mean(result):6.1f}"
             )
         medians = {key: _median(result) for key, result in results.items()}
         print(
-            f"{judge:8} ratios of the medians: a/u {medians['a'] / medians['u']:.2f}  "
-            f"a/h {medians['a'] / medians['h']:.2f}  u/h {medians['u'] / medians['h']:.2f}"
+            f"{judge:8} ratios of the medians: a/u {_ratio(medians, 'a', 'u')}  "
+            f"a/h {_ratio(medians, 'a', 'h')}  u/h {_ratio(medians, 'u', 'h')}"
         )
-        if judge == "good":
-            ok = medians["a"] <= 0.5 * medians["u"]
     return 0 if ok else 1
 
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench._dev.ppi_sim import JUDGES, World, race, simulate
-from tipbench.compare._active import next_cells, queue_clocks, queue_inclusion
-from tipbench.compare._confseq import decide_leader
-from tipbench.compare._ppi import Sample, estimate, half_width
-
-GRID = World(means=(13.0, 10.0, 9.0, 8.5, 8.0, 7.5, 7.0, 6.5, 6.0, 6.0, 5.5, 5.0))
-"""Four models × three prompts on the bundled suite: a leader 3 points ahead, a tail behind."""
+from tipbench._dev.ppi_sim import World, simulate, with_human
+from tipbench.compare._active import queue_clocks, queue_inclusion
+from tipbench.compare._loop import Queues, next_units, snapshot
 
 
 def test_a_queue_prefix_and_its_inclusion_probabilities_by_hand() -> None:
@@ -55,61 +51,26 @@ def test_runs_the_judge_was_unsure_of_tend_to_come_first() -> None:
         queue_clocks(np.asarray([1.0, 0.0]), rng)
 
 
-def test_the_order_gives_every_cell_a_score_then_works_on_the_closest_comparison() -> None:
-    experiments = simulate(GRID, 1, seed=4)
-    judged = experiments.judged("good")
-    served = np.zeros(12, dtype=np.intp)
-    queue = np.arange(96).reshape(12, 8)
+def test_the_order_gives_every_cell_a_score_then_six_scenarios_then_the_closest_comparison() -> (
+    None
+):
+    """The product's loop on one simulated experiment (4 cells, 8 scenarios × 2 runs): one
+    score in every cell first, then scores until every cell's cover 6 scenarios (no
+    comparison can settle before), then mostly the leader and its closest rival."""
+    experiments = simulate(World(means=(4.6, 4.4, 3.6, 3.4)), 1, seed=4)
+    judged = experiments.judged("biased")
+    rates = np.ones(len(judged.cell))
+    queues = Queues("active", rates, queue_clocks(rates, np.random.default_rng(2)))
     picks = []
-    for _ in range(24):
-        units = queue[np.arange(8)[None, :] < served[:, None]]
-        sample = Sample.uniform(judged, units)
-        estimates = estimate(judged, sample)
-        chosen = next_cells(judged, estimates, decide_leader(judged, sample, estimates), 8 - served)
-        picks.append(int(chosen[0]))
-        served[chosen[0]] += 1
-    assert sorted(picks[:12]) == list(range(12))  # one score each first
-    assert sum(p in (0, 1) for p in picks[12:]) >= 8  # then mostly the leader and its rival
-
-
-@pytest.fixture(scope="module")
-def grid() -> object:
-    return simulate(GRID, 200, seed=12)
-
-
-def test_the_active_order_decides_with_at_most_half_the_labels(grid) -> None:
-    """Labels to a decided leader, looking after every judgement (the bench prints them)."""
-    uniform = race(grid, "good", "uniform", seed=3)
-    active = race(grid, "good", "active", seed=3)
-    for result in (uniform, active):  # the same error rate: none named a wrong leader
-        assert result.wrong().mean() <= 0.05
-        assert result.decided().mean() >= 0.8
-    labels_uniform = np.where(uniform.decided(), uniform.labels, np.inf)
-    labels_active = np.where(active.decided(), active.labels, np.inf)
-    assert np.median(labels_active) <= 0.5 * np.median(labels_uniform)
-
-
-@pytest.mark.parametrize("judge", JUDGES)
-def test_intervals_cover_when_the_order_favours_some_runs(judge: str) -> None:
-    """Uneven queues (the judge's reported difficulty) and cells chosen by the order: the
-    inverse-probability weights keep the 95% intervals honest."""
-    experiments = simulate(World(means=GRID.means, uneven=True), 200, seed=8)
-    judged = experiments.judged(judge)
-    rng = np.random.default_rng(5)
-    rates = 1.0 + experiments.difficulty.reshape(-1)
-    clocks = queue_clocks(rates, rng)
-    by_cell = np.lexsort((clocks, judged.cell))
-    place = np.empty_like(by_cell)
-    place[by_cell] = np.arange(len(by_cell)) % 8
-    served = np.zeros(judged.n_cells, dtype=np.intp)
-    for _ in range(30):
-        units, pi = queue_inclusion(judged.cell, rates, clocks, place < served[judged.cell])
-        sample = Sample(units, pi)
-        estimates = estimate(judged, sample)
-        chosen = next_cells(judged, estimates, decide_leader(judged, sample, estimates), 8 - served)
-        served[chosen[chosen >= 0]] += 1
-    shown = np.isfinite(estimates.variance)
-    width = half_width(estimates.variance, estimates.df, 0.95)
-    covered = np.abs(estimates.mean - experiments.truth.reshape(-1)) <= width
-    assert shown.sum() >= 2000
-    assert covered[shown].mean() >= 0.93
+    covered_at = None
+    for step in range(40):
+        now = snapshot(judged, queues, 0.05)
+        if covered_at is None and np.all(now.estimates.n_human_scenarios >= 6):
+            covered_at = step
+        unit = next_units(judged, queues, now)
+        picks.append(int(judged.cell[unit[0]]))
+        judged = with_human(judged, experiments, unit)
+    assert sorted(picks[:4]) == [0, 1, 2, 3]
+    assert covered_at is not None and covered_at <= 40
+    later = picks[covered_at:]
+    assert sum(p in (0, 1) for p in later) >= 0.5 * len(later)

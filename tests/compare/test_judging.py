@@ -81,7 +81,9 @@ def test_a_uniform_order_lists_the_pending_runs_by_clock(
     listed = serving_order(state)
     clocks = [order.clock(run_id) for run_id in listed]
     assert len(listed) == 12 and clocks == sorted(clocks)
-    assert judging_status(state).message.startswith("every cell needs a human score")
+    assert judging_status(state).message.startswith(
+        "every cell needs human scores on at least 6 scenarios before the leader can be decided"
+    )
 
 
 def test_the_judging_says_when_to_stop(store: TrackingStore, experiment: str) -> None:
@@ -96,8 +98,8 @@ def test_the_judging_says_when_to_stop(store: TrackingStore, experiment: str) ->
     status = judging_status(state)
     assert not status.decided and status.expected_more == 2
     assert status.message == (
-        "every cell needs a human score before the leader can be decided: at least 2 more "
-        "judgments expected"
+        "every cell needs human scores on at least 6 scenarios before the leader can be "
+        "decided: at least 2 more judgments expected"
     )
     for _ in range(2):
         run = next_run(judging_state(store, experiment))
@@ -117,7 +119,7 @@ def test_judge_export_lists_the_runs_in_the_judging_order(
     result = CliRunner().invoke(cli, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "in the experiment's active order since" in result.output
-    assert "every cell needs a human score" in result.output
+    assert "every cell needs human scores on at least 6 scenarios" in result.output
     items = [item["run_id"] for item in json.loads(out.read_text())["items"]]
     assert items == serving_order(judging_state(store, experiment))
     names = {r.run_id: r.prompt_version for r in store.cell_runs(store.experiment_id(experiment))}
@@ -133,3 +135,31 @@ def test_judge_export_lists_the_runs_in_the_judging_order(
     for prompt in ("v1", "v2", "v3"):
         mine = [item["inclusion"] for item in uniform if names[item["run_id"]] == prompt]
         assert mine == pytest.approx([j / 6 for j in range(1, 7)])
+
+
+def test_three_scenarios_cannot_be_decided_and_say_so(
+    store: TrackingStore, experiment: str, tmp_path: Path
+) -> None:
+    """The README's grid (3 scenarios): no count of judgments can decide the leader, so the
+    status (what the page, the API, `judge export`, `compare` and `run` show) says so instead
+    of counting down, before and after human scores (issue 31, item 5)."""
+    experiment_id = store.experiment_id(experiment, create=True)
+    cells = [
+        JudgedCell(MODEL, f"v{p}", f"s{s}", auto=HIGH if p == 1 else LOW)
+        for p in (1, 2)
+        for s in (1, 2, 3)
+    ]
+    write_cells(store.client, experiment_id, cells, with_candidates=True)
+    for _ in range(4):
+        status = judging_status(judging_state(store, experiment))
+        assert status.message == "cannot be decided on 3 scenarios: collect at least 6"
+        assert status.expected_more is None and not status.decided
+        run = next_run(judging_state(store, experiment))
+        assert run is not None
+        _human(store, run, HIGH if run.prompt_version == "v1" else LOW)
+    out = tmp_path / "judge.json"
+    args = ["judge", "export", "--experiment", experiment, "--tracking-uri", store.uri]
+    result = CliRunner().invoke(cli, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "cannot be decided on 3 scenarios: collect at least 6" in result.output
+    assert "more judgment" not in result.output

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench._dev.ppi_sim import JUDGES, World, simulate, uniform_sample
-from tipbench.compare._ppi import Judged, Sample, differences, estimate, half_width
+from tipbench.compare._floor import resolution_variance
+from tipbench.compare._paired import differences, half_width
+from tipbench.compare._ppi import Judged, Sample, estimate
 
 
 def _one_cell(auto: list[float], human: list[float | None]) -> Judged:
@@ -106,31 +107,33 @@ def test_paired_cells_that_move_together_differ_by_their_shift_alone() -> None:
     assert pair.variance[0] == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.fixture(scope="module")
-def three_cells() -> object:
-    """300 experiments like the bundled default grid (one model, three prompts, 8 scenarios)."""
-    return simulate(World(means=(11.0, 10.0, 9.0)), 300, seed=23)
+def test_runs_of_one_scenario_are_not_independent_evidence() -> None:
+    """Four scenarios, each run twice with the same scores: the cell mean's variance is that
+    of the four scenario values, not of eight independent runs (cluster-robust by scenario).
+    """
+    values = [7.0, 9.0, 8.0, 12.0]
+    once = Judged.build(
+        np.zeros(4, dtype=np.intp), np.arange(4), np.full(4, np.nan), np.asarray(values),
+        np.ones(4, dtype=bool), np.zeros(1, dtype=np.intp),
+    )  # fmt: skip
+    twice = Judged.build(
+        np.zeros(8, dtype=np.intp), np.repeat(np.arange(4), 2), np.full(8, np.nan),
+        np.repeat(values, 2), np.ones(8, dtype=bool), np.zeros(1, dtype=np.intp),
+    )  # fmt: skip
+    one = estimate(once, Sample.none(), use_judge=False)
+    two = estimate(twice, Sample.none(), use_judge=False)
+    assert one.variance[0] == pytest.approx(np.var(values, ddof=1) / 4)
+    assert two.variance[0] == pytest.approx(one.variance[0])
+    assert two.df[0] == pytest.approx(3.0)
 
 
-@pytest.mark.parametrize("judge", JUDGES)
-def test_the_combined_interval_covers_and_is_never_wider(three_cells, judge: str) -> None:
-    """A few human-scored runs (8 of 24, about 40 candidates) with each judge."""
-    experiments = three_cells
-    judged = experiments.judged(judge)
-    sample = uniform_sample(experiments, 8, seed=5)
-    combined = estimate(judged, sample)
-    alone = estimate(judged, sample, use_judge=False)
-    truth = experiments.truth.reshape(-1)
-    shown = np.isfinite(combined.variance)
-    assert shown.sum() >= 600
-    width = half_width(combined.variance, combined.df, 0.95)[shown]
-    human_width = half_width(alone.variance, alone.df, 0.95)[shown]
-    covered = np.abs(combined.mean - truth)[shown] <= width
-    assert covered.mean() >= 0.93
-    assert np.max(width / human_width) <= 1.02
-    if judge == "good":
-        assert np.mean(width / human_width) <= 0.75
-        assert np.median(combined.lam[shown]) >= 0.8
-        assert np.median(combined.n_effective[shown] / combined.n_human[shown]) >= 2.0
-    if judge == "useless":
-        assert np.median(combined.lam[shown]) == 0.0  # λ → 0: the human scores alone
+def test_identical_scores_borrow_the_floor() -> None:
+    """Human scores 14, 14, 14 on three scenarios: no spread is seen, so the variance of one
+    scenario's value is the rubric's resolution (3/12 on the composite), not 0."""
+    judged = Judged.build(
+        np.zeros(3, dtype=np.intp), np.arange(3), np.full(3, np.nan), np.full(3, 14.0),
+        np.ones(3, dtype=bool), np.zeros(1, dtype=np.intp), resolution_variance("composite"),
+    )  # fmt: skip
+    result = estimate(judged, Sample.none(), use_judge=False)
+    assert result.unit_variance[0] == pytest.approx(0.25)
+    assert result.variance[0] == pytest.approx(0.25 / 3)

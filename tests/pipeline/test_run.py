@@ -45,6 +45,14 @@ def test_run_then_resume_then_judge_by_hand(
     assert "auto judge" in out and "llamacpp:smollm2-135m" in out
     # No calibration of the embedded judge exists: the summary says its scores are not evidence.
     assert "judge llamacpp:smollm2-135m is NOT calibrated: never checked" in out
+    # The README's grid: 3 scenarios can never promote, and run says so instead of counting
+    # down judgments, with what to run instead (issue 31, items 5 and 6).
+    assert "cannot be decided on 3 scenarios: collect at least 6" in out
+    assert "more judgment" not in out
+    assert (
+        "warning: this grid can never promote a prompt: cannot be decided on 3 scenarios: "
+        "collect at least 6 (tipbench run --n-scenarios 0 runs all 8 of the suite's scenarios)"
+    ) in first.stderr
     assert chart.stat().st_size > 10_000
     client = MlflowClient(mlflow_server.url)
     exp = client.get_experiment_by_name(experiment)
@@ -89,6 +97,7 @@ def test_run_then_resume_then_judge_by_hand(
         ("v2-mentor", 1, "leader"),
         ("v1", 1, "undecided"),
     ]
+    assert human["anytime"]["message"] == "cannot be decided on 3 scenarios: collect at least 6"
     decision = tipbench(
         "promote", "--experiment", experiment, "--tracking-uri", mlflow_server.url,
     )  # fmt: skip
@@ -106,4 +115,8 @@ def test_run_then_resume_then_judge_by_hand(
         "  [ ] enough judged: llamacpp:smollm2-135m|v2-mentor: 3 scenarios, 3 human-judged runs"
     ), decision.stdout
     assert "judge llamacpp:smollm2-135m is NOT calibrated" in lines[3]  # reported, not required
+    assert lines[4] == (
+        "  [ ] ranks first: the leader is not decided: cannot be decided on 3 scenarios: "
+        "collect at least 6"
+    ), decision.stdout
     assert "dry run: nothing changed" in decision.stdout

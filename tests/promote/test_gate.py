@@ -88,8 +88,14 @@ CASES = {
     ),
     "a first promotion on three scenarios": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, n=3,
-        failing=("enough judged",),
+        failing=("enough judged", "ranks first"),
         reason="3 human- and 3 auto-judged scenarios; a paired test needs 6",
+    ),
+    "three scenarios cannot be decided": Case(
+        {V1: 9, V2: 13}, {V1: 8, V2: 12}, n=3,
+        failing=("enough judged", "ranks first"),
+        reason="the human tier's leader is not decided: cannot be decided on 3 scenarios: "
+        "collect at least 6",
     ),
     "the automatic tier cannot tell": Case(
         {V1: 9, V2: 13}, {V1: 14, V2: 12}, n_auto=3,
@@ -98,7 +104,7 @@ CASES = {
     ),
     "both tiers tie two cells": Case(
         {V1: 13, V2: 13}, {V1: 12, V2: 12},
-        failing=("tiers agree",), reason="the gate cannot tell which to promote",
+        failing=("ranks first", "tiers agree"), reason="the gate cannot tell which to promote",
     ),
     "the automatic judge is calibrated below the threshold": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, calibrated="below",
@@ -132,8 +138,8 @@ CASES = {
     ),
     "not significant": Case(
         {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, n=3,
-        failing=("enough judged", "beats production"),
-        reason="not significant",  # 3 pairs: p = 2/8 at best
+        failing=("enough judged", "ranks first", "beats production"),
+        reason="the sequence still holds 0",  # 3 pairs: no sequence at all
     ),
     "the automatic tier sees no gain over production": Case(
         {V1: 12, V2: 13}, {V1: 12, V2: 12}, production=V1,
@@ -165,7 +171,9 @@ def test_a_tie_is_not_decided_by_name() -> None:
     """The human tier cannot separate two prompts (equal on every scenario); the calibrated
     automatic tier puts one of them significantly ahead. Which name sorts first must not
     change the outcome: before, the human "leader" was the one first by name, and the gate
-    passed or refused with it."""
+    passed or refused with it. Since issue 31 it refuses both ways: the human scores, the
+    truth the gate answers to, do not show either ahead (two equal cells: promoting either
+    is a false promotion)."""
     outcomes = []
     for winner, other in ((V1, V2), (V2, V1)):  # the same tie, the names swapped
         human, auto = boards({winner: 13, other: 13}, {winner: 12, other: 9})
@@ -176,4 +184,4 @@ def test_a_tie_is_not_decided_by_name() -> None:
         assert f"both tiers rank {MODEL}|{winner} first" in reasons
         assert "the human tier ties it with its leader" in reasons or decision.evidence[
             "human"]["standing"] == "leader"  # fmt: skip
-    assert outcomes == [(True, True), (True, True)]
+    assert outcomes == [(False, True), (False, True)]

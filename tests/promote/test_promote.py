@@ -78,7 +78,8 @@ def test_first_promotion_dry_run_then_apply(sqlite_uri: str, experiment: str) ->
     assert record.data.tags["decision"] == "promoted"
     path = client.download_artifacts(record.info.run_id, "decision.json")
     evidence = json.loads(Path(path).read_text())
-    assert [c["passed"] for c in evidence["checks"]] == [True, True, True, True]
+    assert [c["passed"] for c in evidence["checks"]] == [True] * 5
+    assert evidence["checks"][2]["name"] == "ranks first"  # by the human tier's sequences
     assert evidence["checks"][1]["name"] == "judge calibrated"
     assert evidence["evidence"]["calibration"][0]["calibrated"] is True
     assert evidence["evidence"]["human"]["composite"] == 13
@@ -189,7 +190,8 @@ def test_an_uncalibrated_automatic_tier_is_not_counted(
             else "; its scores are not evidence"
         )
     )
-    assert lines[4].startswith("  [ ] tiers agree: the automatic tier is not counted")
+    assert lines[4].startswith("  [x] ranks first: the human tier's confidence sequences put ")
+    assert lines[5].startswith("  [ ] tiers agree: the automatic tier is not counted")
     assert "both tiers rank" not in result.stdout
 
     passing = tipbench(

@@ -34,8 +34,9 @@ def _scores(composite: int, judge: bool = False) -> dict[str, object]:
 
 
 def _experiment(uri: str, experiment: str, human_before_order: bool = False) -> None:
-    """Both prompts on the 8 scenarios, the judge on every run; the human on 5 runs per
-    cell, in the experiment's judging order (or before any, with `human_before_order`)."""
+    """Both prompts on the 8 scenarios, the judge on every run; the human on 6 runs per
+    cell (the scenarios a paired test needs), in the experiment's judging order (or before
+    any, with `human_before_order`)."""
     store = TrackingStore(uri)
     experiment_id = store.experiment_id(experiment, create=True)
     cells = [
@@ -53,7 +54,7 @@ def _experiment(uri: str, experiment: str, human_before_order: bool = False) -> 
         mine = [r for r in runs if r.prompt_version == prompt]
         if order is not None:
             mine.sort(key=lambda r: order.clock(r.run_id))
-        for run in mine[:5]:
+        for run in mine[:6]:
             value = HUMAN[prompt][SCENARIOS.index(run.scenario_id)]
             record_scores(store.client, run.run_id, "human", _scores(value), "ann", 0)  # type: ignore[arg-type]
 
@@ -75,20 +76,22 @@ def test_the_combined_tier_decides_where_both_tiers_have_scores(
     assert lines[0] == f"PROMOTE {MODEL}|v2-mentor (production now: none)"
     assert lines[1].startswith(
         "decided by the combined tier: both tiers have scores, drawn in the experiment's "
-        "uniform judging order: 10 human-judged runs, worth "
+        "uniform judging order: 12 human-judged runs, worth "
     )
-    assert lines[2].startswith("  [x] enough judged: 8 scenarios, 5 human-judged runs (worth ")
+    assert lines[2].startswith("  [x] enough judged: 8 scenarios, 6 human-judged runs (worth ")
+    assert lines[2].endswith(" on 6 of them")
     assert lines[3].startswith("  [x] sampling known: every human score used was drawn in the ")
     assert "NOT calibrated" in lines[3]  # reported, not required
-    assert lines[4] == (
-        f"  [x] ranks first: the combined tier ranks {MODEL}|v2-mentor first (the leader is "
-        "decided)"
+    assert lines[4].startswith(
+        f"  [x] ranks first: the combined tier ranks {MODEL}|v2-mentor first: every other "
+        "cell's confidence sequence lies below it (the leader is decided"
     )
     assert lines[5] == "  [x] beats production: nothing is in production yet"
 
     as_json = json.loads(_promote(sqlite_uri, experiment, "--format", "json")[1])
     assert as_json["decided_by"]["tier"] == "combined"
-    assert as_json["evidence"]["combined"]["combined"]["n_human"] == 5
+    assert as_json["evidence"]["combined"]["combined"]["n_human"] == 6
+    assert as_json["evidence"]["anytime"]["decided"] is True
 
 
 def test_the_combined_tier_measures_the_gain_over_production(

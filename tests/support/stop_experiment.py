@@ -1,9 +1,10 @@
 """An experiment a few judgements away from a decided leader, for the judging tests.
 
-Two cells (prompts v1 and v2 of one model) on six scenarios, every run scored by the
-automatic judge (close to the human); the human has scored four of each cell's six runs
-already (they stand for themselves once a judging order begins). v1's runs score about 15,
-v2's about 7: a few more judgements decide the leader, before every run is judged.
+Two cells (prompts v1 and v2 of one model) on eight scenarios, every run scored by the
+automatic judge (close to the human); the human has scored six of each cell's eight runs
+already (they stand for themselves once a judging order begins, and cover the 6 scenarios
+a comparison needs). v1's runs score about 15, v2's about 7: one more judgement in each
+cell decides the leader, before every run is judged.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from tipbench.tracking import Scores
 
 MODEL = "ollama:m"
 _TRIPLES = {15: (5, 4, 4), 16: (5, 5, 4), 14: (4, 4, 4), 7: (2, 2, 1), 6: (2, 1, 1), 8: (2, 2, 2)}
-COMPOSITES = {"v1": (15, 16, 14, 15, 16, 14), "v2": (7, 6, 8, 7, 6, 8)}
-OPEN = {("v1", 5), ("v1", 6), ("v2", 5), ("v2", 6)}
+COMPOSITES = {"v1": (15, 16, 14, 15, 16, 14, 15, 16), "v2": (7, 6, 8, 7, 6, 8, 7, 6)}
+OPEN = {("v1", 7), ("v1", 8), ("v2", 7), ("v2", 8)}
 
 
 def human_scores(prompt: str, scenario: int) -> dict[str, Scores]:
@@ -43,7 +44,7 @@ def write_stop_experiment(client: object, experiment_id: str) -> list[str]:
             auto=_auto(prompt, s),
         )
         for prompt in ("v1", "v2")
-        for s in range(1, 7)
+        for s in range(1, 9)
     ]
     ids = write_cells(client, experiment_id, cells, with_candidates=True)  # type: ignore[arg-type]
     return [

@@ -7,6 +7,7 @@ any cells from their paired comparisons, `STANDINGS` says how each class is show
 the web panel, `log_leaderboard` records it in MLflow.
 """
 
+from tipbench.compare._anytime import AnytimeLeader, cannot_decide
 from tipbench.compare._build import (
     build_leaderboard,
     judging_state,
@@ -117,6 +118,7 @@ __all__ = [
     "PLOT_FILE",
     "STALE_TAG",
     "STANDINGS",
+    "AnytimeLeader",
     "BoardTier",
     "CombinedFigures",
     "CombinedState",
@@ -140,6 +142,7 @@ __all__ = [
     "bootstrap_mean_ci",
     "build_combined",
     "build_leaderboard",
+    "cannot_decide",
     "combined_board",
     "combined_state",
     "combined_versus",

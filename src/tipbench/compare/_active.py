@@ -12,9 +12,11 @@ Two choices make the order, and only the second looks at the scores so far:
   The estimate weighs each score by the inverse (`compare._ppi`), so it stays unbiased
   whichever runs come first.
 - **across cells** (`next_cells`): a cell without a human score in its queue first (there
-  is no leader before every cell has an estimate); then, of the comparisons with the leader
-  not settled yet, the one whose confidence sequence is widest against the gap it must clear, and of
-  its two cells the one whose sampling leaves the most doubt. A cell's queue is served
+  is no leader before every cell has an estimate); then a cell whose human scores cover
+  fewer scenarios than a comparison needs (the fewest first: no comparison can settle
+  before); then, of the comparisons with the leader not settled yet, the one whose
+  confidence sequence is widest against the gap it must clear, and of its two cells the
+  one whose sampling leaves the most doubt. A cell's queue is served
   from its front, so the choice of cell never picks runs by their scores.
 
 A uniform order (``--order uniform``) serves all open runs in one shuffled queue instead.
@@ -132,57 +134,69 @@ def next_cells(
 ) -> _Int:
     """Per pool (leaderboard), the cell whose queue should serve the next run (-1: none open).
 
+    In this order: a cell without a human score (the first); a cell whose human scores
+    cover too few scenarios (the fewest); the side of the least settled comparison with
+    the leader; once decided, the open cell with the widest interval. Every pool at once.
+
     Args:
         judged: The units.
         estimates: The current estimates.
         decision: The current comparisons with the leader.
         open_units: (C,) each cell's runs not scored yet.
     """
-    out = np.full(judged.n_pools, -1, dtype=np.intp)
+    pools, cells = judged.n_pools, np.arange(judged.n_cells)
     has_open = open_units > 0
+    covered = estimates.n_human_scenarios
     empty = (estimates.n_sampled == 0) & has_open
-    for pool in range(judged.n_pools):
-        cells = np.flatnonzero(judged.pool == pool)
-        first = cells[empty[cells]]
-        if len(first):
-            out[pool] = first[0]
-            continue
-        out[pool] = _from_comparisons(pool, judged, estimates, decision, has_open)
-        if out[pool] < 0 and has_open[cells].any():  # decided: the most uncertain open cell
-            candidates = cells[has_open[cells]]
-            out[pool] = candidates[np.argmax(np.nan_to_num(estimates.variance[candidates]))]
+    short = (covered < decision.needed) & has_open
+    out = _best(judged.pool, empty, cells, pools)
+    out = np.where(out >= 0, out, _best(judged.pool, short, covered, pools))
+    out = np.where(out >= 0, out, _from_comparisons(judged, estimates, decision, has_open))
+    widest = -np.nan_to_num(estimates.variance)
+    return np.where(out >= 0, out, _best(judged.pool, has_open, widest, pools))
+
+
+def _best(group: _Int, mask: _Bool, key: _Float | _Int, size: int) -> _Int:
+    """Per group, the index with the smallest ``key`` where ``mask`` holds (the first of
+    equals; -1: none)."""
+    index = np.flatnonzero(mask)
+    out = np.full(size, -1, dtype=np.intp)
+    if not len(index):
+        return out
+    order = index[np.lexsort((index, key[index], group[index]))]
+    first = np.r_[True, group[order][1:] != group[order][:-1]]
+    out[group[order][first]] = order[first]
     return out
 
 
 def _from_comparisons(
-    pool: int,
     judged: Judged,
     estimates: Estimates,
     decision: LeaderDecision,
     has_open: _Bool,
-) -> int:
-    """The cell to serve for the least settled comparison with the leader (-1: all settled)."""
+) -> _Int:
+    """Per pool, the cell to serve for its least settled comparison with the leader (-1: all
+    settled)."""
     pair = decision.comparisons
-    mine = np.flatnonzero(judged.pool[pair.b] == pool)
-    if not len(mine):
-        return -1
-    radius = sequence_radius(
-        pair.variance[mine], pair.unit_variance[mine], decision.alpha[mine], decision.n_opt
-    )
+    radius = sequence_radius(pair.variance, pair.unit_variance, decision.alpha, decision.n_opt)
     radius = np.where(np.isfinite(radius), radius, _UNKNOWN)
     # The sequence's allowance for few scores counts too (a score anywhere shrinks it, one
     # on the least settled comparison shrinks its radius as well); while no sequence exists
     # yet, comparisons rank by their radius alone.
-    allowance = small_sample_factor(pair.df[mine], decision.alpha[mine])
+    allowance = small_sample_factor(pair.df, decision.alpha)
     allowance = np.where(np.isfinite(allowance), allowance, _UNKNOWN)
-    gap = np.maximum(-pair.mean[mine], 1e-9)
-    settled = decision.ready[mine] & (decision.high[mine] < 0)
-    open_pairs = ~settled & (has_open[pair.a[mine]] | has_open[pair.b[mine]])
-    if not open_pairs.any():
-        return -1
-    need = radius * allowance / gap
-    worst = mine[np.flatnonzero(open_pairs)[np.argmax(need[open_pairs])]]
-    a, b = int(pair.a[worst]), int(pair.b[worst])
-    sides = [cell for cell in (a, b) if has_open[cell]]
-    doubt = np.nan_to_num(estimates.sampling_variance[sides], nan=np.inf)
-    return sides[int(np.argmax(doubt))]
+    gap = np.maximum(-pair.mean, 1e-9)
+    settled = decision.ready & (decision.high < 0)
+    open_pairs = ~settled & (has_open[pair.a] | has_open[pair.b])
+    need = np.nan_to_num(radius * allowance / gap, nan=_UNKNOWN)
+    worst = _best(judged.pool[pair.b], open_pairs, -need, judged.n_pools)
+    chosen = np.full(judged.n_pools, -1, dtype=np.intp)
+    found = worst >= 0
+    a, b = pair.a[worst[found]], pair.b[worst[found]]
+
+    def doubt(cell: _Int) -> _Float:
+        sampling = np.nan_to_num(estimates.sampling_variance[cell], nan=np.inf)
+        return np.where(has_open[cell], sampling, -np.inf)
+
+    chosen[found] = np.where(doubt(b) > doubt(a), b, a)
+    return chosen

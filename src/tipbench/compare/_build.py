@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tipbench.compare._anytime import AnytimeLeader, anytime_leader, human_decision
 from tipbench.compare._combined import (
     NO_AUTOMATIC_SCORES,
     CombinedState,
     build_combined,
     combined_state,
 )
+from tipbench.compare._floor import resolution_variance
 from tipbench.compare._leaderboard import (
     COLUMNS,
     DEFAULT_MIN_SCENARIOS,
@@ -35,6 +37,7 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._order import Order, current_order, ensure_order
+from tipbench.compare._ppi import Judged
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
 from tipbench.compare._stats import Interval, PairedComparison, mean_interval, paired_comparison
 from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
@@ -82,15 +85,18 @@ def _candidates(run: CellRun, tier: Tier) -> int:
     return run.candidate_count or len(run.scores(tier))
 
 
-def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int]:
-    """The cells of the tier's judged runs and each (cell, scenario)'s mean scores."""
+def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int, int]:
+    """The cells of the tier's judged runs, each (cell, scenario)'s mean scores, the runs
+    read and the scenarios every run (judged or not) covers."""
     keys = [metric_name(tier, column) for column in COLUMNS]
     cells: dict[tuple[str, str], _Cell] = {}
     groups: list[int] = []
     values: list[list[float]] = []
     n_groups = 0
+    every: set[str] = set()
     for run in runs:
         metrics = run.metrics
+        every.add(run.scenario_key)
         if keys[0] not in metrics:
             continue  # not judged by this tier
         model, prompt = run.model, run.prompt_version
@@ -109,7 +115,7 @@ def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray
         cell.structured.add(run.structured)
     table = np.asarray(values, dtype=np.float64).reshape(-1, len(keys))
     scenario_values = _group_means(table, np.asarray(groups, dtype=np.intp), n_groups)
-    return list(cells.values()), scenario_values, len(values)
+    return list(cells.values()), scenario_values, len(values), len(every)
 
 
 def _group_means(table: _FloatArray, groups: npt.NDArray[np.intp], n_groups: int) -> _FloatArray:
@@ -170,7 +176,7 @@ def build_leaderboard(
     """
     if min_scenarios < 1:
         raise ValueError(f"min_scenarios must be at least 1, got {min_scenarios}")
-    cells, scenario_values, n_runs = _read(runs, tier)
+    cells, scenario_values, n_runs, n_scenarios = _read(runs, tier)
     scored = sorted(
         (_score(cell, scenario_values, min_scenarios) for cell in cells), key=_Scored.order
     )
@@ -197,7 +203,35 @@ def build_leaderboard(
         rows=tuple(rows),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_runs=n_runs,
+        anytime=_anytime(scored, n_scenarios) if tier == "human" and scored else None,
     )
+
+
+def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
+    """The human tier's leader by confidence sequences on its scenario values: what the
+    promotion gate rests on where the combined tier does not decide."""
+    keys = sorted({key for cell in scored for key in cell.per_scenario})
+    index = {key: i for i, key in enumerate(keys)}
+    cell, scenario, value = [], [], []
+    for c, one in enumerate(scored):
+        for key, composite in one.per_scenario.items():
+            if math.isfinite(composite):
+                cell.append(c)
+                scenario.append(index[key])
+                value.append(composite)
+    values = np.asarray(value, dtype=np.float64)
+    judged = Judged.build(
+        np.asarray(cell, dtype=np.intp),
+        np.asarray(scenario, dtype=np.intp),
+        np.full(len(values), np.nan),
+        values,
+        np.ones(len(values), dtype=bool),
+        np.zeros(len(scored), dtype=np.intp),
+        resolution_variance("composite"),
+    )
+    decision, covered = human_decision(judged, ALPHA, float(n_scenarios))
+    names = [f"{one.model}|{one.prompt_version}" for one in scored]
+    return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
 
 
 def _row(scored: _Scored, placing: Placing | None, interval: Interval) -> LeaderboardRow:

@@ -23,8 +23,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._active import queue_inclusion
-from tipbench.compare._confseq import LeaderDecision, decide_leader
+from tipbench.compare._anytime import AnytimeLeader, anytime_leader
+from tipbench.compare._confseq import (
+    LeaderDecision,
+    cell_scenarios,
+    scenario_count,
+    scenarios_needed,
+    sequences,
+)
+from tipbench.compare._floor import resolution_variance
 from tipbench.compare._judging import judging_status
 from tipbench.compare._leaderboard import (
     COLUMNS,
@@ -33,20 +40,12 @@ from tipbench.compare._leaderboard import (
     Leaderboard,
     LeaderboardRow,
 )
+from tipbench.compare._loop import Queues, snapshot
 from tipbench.compare._order import JudgingOrder
-from tipbench.compare._ppi import (
-    Difference,
-    Estimates,
-    Judged,
-    Sample,
-    differences,
-    estimate,
-    half_width,
-    t_p_value,
-    t_quantile,
-)
+from tipbench.compare._paired import half_width, t_p_value, t_quantile
+from tipbench.compare._ppi import Estimates, Judged, Sample, estimate
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
-from tipbench.compare._stats import PairedComparison
+from tipbench.compare._stats import PairedComparison, min_attainable_p
 from tipbench.tracking import CellRun, metric_name
 
 __all__ = [
@@ -79,6 +78,7 @@ class CombinedState:
         estimates: The composite's estimates per cell.
         decision: The anytime-valid comparisons with the leader.
         order: The judging order (None: none began).
+        queues: Its arrays (every unit's rate and clock), None without an order.
         open_units: (C,) each cell's runs no human has scored, outside ``known``.
         sampled: (C,) each cell's runs in its queue's scored prefix.
         unused: Human-scored runs outside every queue's scored prefix.
@@ -94,6 +94,7 @@ class CombinedState:
     open_units: _Int
     sampled: _Int
     unused: int
+    queues: Queues | None = None
 
     def column(self, name: str) -> tuple[Judged, Estimates]:
         """The units and estimates of one column of `COLUMNS`."""
@@ -115,6 +116,7 @@ def _with_scores(judged: Judged, runs: Sequence[CellRun], column: str) -> Judged
         human=np.where(judged.known | _human_judged(runs), _scores(runs, "human", column), np.nan),
         known=judged.known,
         pool=judged.pool,
+        floor=resolution_variance(column),
     )
 
 
@@ -136,74 +138,84 @@ def combined_state(runs: Sequence[CellRun], order: JudgingOrder | None) -> Combi
     scenario = np.asarray(
         [scenarios.setdefault(r.scenario_key, len(scenarios)) for r in runs], dtype=np.intp
     )
-    n = len(runs)
-    # Each scenario weighs the same in a cell; a scenario's runs share its weight.
-    flat = cell * max(len(scenarios), 1) + scenario
-    per_group = np.bincount(flat, minlength=len(cells) * max(len(scenarios), 1))[flat]
-    groups = np.zeros(len(cells))
-    np.add.at(groups, cell, 1.0 / per_group)
-    weight = 1.0 / (per_group * groups[cell]) if n else np.zeros(0)
     scored = _human_judged(runs)
     known = (
         np.asarray([order is not None and r.run_id in order.known for r in runs], dtype=bool)
         & scored
     )
-    judged = Judged(
-        cell=cell,
-        scenario=scenario,
-        weight=weight,
-        auto=_scores(runs, "auto", "composite"),
-        human=np.where(scored, _scores(runs, "human", "composite"), np.nan),
-        known=known,
-        pool=np.zeros(len(cells), dtype=np.intp),
+    judged = Judged.build(
+        cell,
+        scenario,
+        _scores(runs, "auto", "composite"),
+        np.where(scored, _scores(runs, "human", "composite"), np.nan),
+        known,
+        np.zeros(len(cells), dtype=np.intp),
+        resolution_variance("composite"),
     )
-    open_ = np.flatnonzero(~known)
-    if order is None:
-        units, inclusion = np.zeros(0, dtype=np.intp), np.zeros(0)
-    else:
-        rates = np.asarray([order.rate(runs[i].run_id) for i in open_], dtype=np.float64)
-        clocks = np.asarray([order.clock(runs[i].run_id) for i in open_], dtype=np.float64)
-        picked, inclusion = queue_inclusion(cell[open_], rates, clocks, scored[open_])
-        units = open_[picked]
-    sample = Sample(units, inclusion)
-    estimates = estimate(judged, sample)
-    decision = decide_leader(judged, sample, estimates, ALPHA)
-    unscored = np.bincount(cell[~known & ~scored], minlength=len(cells))
+    queues = None
+    if order is not None:
+        queues = Queues(
+            order.kind,
+            np.asarray([order.rate(r.run_id) for r in runs], dtype=np.float64),
+            np.asarray([order.clock(r.run_id) for r in runs], dtype=np.float64),
+        )
+    now = snapshot(judged, queues, ALPHA)
+    units = now.sample.unit
     return CombinedState(
         cells=tuple(cells),
         runs=runs,
         judged=judged,
-        sample=sample,
-        estimates=estimates,
-        decision=decision,
+        sample=now.sample,
+        estimates=now.estimates,
+        decision=now.decision,
         order=order,
-        open_units=unscored,
+        open_units=now.open_units,
         sampled=np.bincount(cell[units], minlength=len(cells)),
         unused=int(np.count_nonzero(scored & ~known)) - len(units),
+        queues=queues,
     )
 
 
-def _comparison(state: CombinedState, pair: Difference, i: int) -> PairedComparison:
-    """A comparison of the paired kind the other tiers give, from a t test."""
-    mean, variance, df = pair.mean[i], pair.variance[i], pair.df[i]
-    half = float(t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, np.asarray([df]))[0]) * math.sqrt(
-        variance
+def _comparison(state: CombinedState, a: int, b: int) -> PairedComparison:
+    """Cell b minus cell a: the single-look t test and interval the other tiers' comparisons
+    mirror, and the anytime-valid confidence sequence that decides (at α / (C − 1), as the
+    leader's comparisons). A variance of 0 or not a number gives no p-value; the smallest
+    p counted is that of the exact test on the scenarios both cells' human scores cover."""
+    e = state.estimates
+    alpha = np.asarray([ALPHA / max(len(state.cells) - 1, 1)])
+    needed = scenarios_needed(ALPHA)
+    seq = sequences(
+        state.judged,
+        state.sample,
+        e,
+        np.asarray([a]),
+        np.asarray([b]),
+        alpha,
+        scenario_count(state.judged),
+        needed,
     )
+    mean, variance, df = seq.pair.mean[0], seq.pair.variance[0], seq.pair.df[0]
+    usable = bool(variance > 0) and math.isfinite(variance)
+    half = float(t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, np.asarray([df]))[0])
+    half = half * math.sqrt(variance) if usable else math.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         p = float(t_p_value(np.asarray([mean / math.sqrt(variance)]), np.asarray([df]))[0])
-    a, b = int(pair.a[i]), int(pair.b[i])
     scenarios = state.judged.scenario
     shared = np.intersect1d(scenarios[state.judged.cell == a], scenarios[state.judged.cell == b])
+    # The scenarios the test can count as paired: those both cells' human scores cover.
+    covered = min(int(min(e.n_human_scenarios[a], e.n_human_scenarios[b])), len(shared))
     return PairedComparison(
-        n_pairs=len(shared),
+        n_pairs=covered,
         mean_diff=float(mean),
         ci_low=float(mean - half),
         ci_high=float(mean + half),
-        p_value=p if variance > 0 else (0.0 if mean != 0 else 1.0),
+        p_value=p if usable else math.nan,
         exact=False,
         confidence=CONFIDENCE,
-        min_p_value=0.0,
+        min_p_value=min_attainable_p(covered),
         ci_method="ppi",
+        cs_low=float(seq.low[0]),
+        cs_high=float(seq.high[0]),
     )
 
 
@@ -233,8 +245,7 @@ def combined_versus(
     e = state.estimates
     if not (np.isfinite(e.variance[i]) and np.isfinite(e.variance[j])):
         return None
-    pair = differences(state.judged, state.sample, e, np.asarray([i]), np.asarray([j]))
-    return _comparison(state, pair, 0)
+    return _comparison(state, i, j)
 
 
 def combined_board(state: CombinedState, min_scenarios: int, experiment: str = "") -> Leaderboard:
@@ -258,10 +269,7 @@ def combined_board(state: CombinedState, min_scenarios: int, experiment: str = "
     ranked = [c for c in ranked if counts[c] >= min_scenarios]
 
     def compare(i: int, j: int) -> PairedComparison:
-        pair = differences(
-            state.judged, state.sample, e, np.asarray([ranked[i]]), np.asarray([ranked[j]])
-        )
-        return _comparison(state, pair, 0)
+        return _comparison(state, int(ranked[i]), int(ranked[j]))
 
     placings = place([float(e.mean[c]) for c in ranked], compare, ALPHA)
     sequences = _sequences(state)
@@ -273,7 +281,20 @@ def combined_board(state: CombinedState, min_scenarios: int, experiment: str = "
     rest = [c for c in range(len(state.cells)) if c not in ranked]
     rest.sort(key=lambda c: -e.mean[c] if np.isfinite(e.mean[c]) else math.inf)
     rows += [_row(state, c, None, columns, counts[c], sequences) for c in rest]
-    return _board(experiment, min_scenarios, tuple(rows), n_runs, status)
+    return _board(experiment, min_scenarios, tuple(rows), n_runs, status, combined_leader(state))
+
+
+def combined_leader(state: CombinedState) -> AnytimeLeader:
+    """The combined tier's leader by its confidence sequences, in names and words."""
+    names = [f"{model}|{prompt}" for model, prompt in state.cells]
+    covered = cell_scenarios(state.judged)
+    return anytime_leader(
+        names,
+        state.decision,
+        state.estimates.n_human_scenarios.tolist(),
+        int(covered.min()) if len(covered) else 0,
+        ALPHA,
+    )
 
 
 def _board(
@@ -282,6 +303,7 @@ def _board(
     rows: tuple[LeaderboardRow, ...],
     n_runs: int,
     status: JudgingStatus,
+    anytime: AnytimeLeader | None = None,
 ) -> Leaderboard:
     return Leaderboard(
         experiment=experiment,
@@ -291,6 +313,7 @@ def _board(
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_runs=n_runs,
         judging=status,
+        anytime=anytime,
     )
 
 
@@ -337,6 +360,7 @@ def _row(
         structured=tuple(sorted({run.structured for run in mine})),
         combined=CombinedFigures(
             n_human=int(e.n_human[c]),
+            n_human_scenarios=int(e.n_human_scenarios[c]),
             n_effective=float(e.n_effective[c]),
             lam=float(e.lam[c]),
             cs_low=math.nan if leader else low,

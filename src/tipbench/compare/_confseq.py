@@ -16,7 +16,13 @@ sequence is given.
 
 The leader is **decided** when every other cell's sequence lies below it. Each of the C - 1
 comparisons gets α / (C - 1), so the chance of ever naming a leader that is not the best
-cell stays below α however often one looks.
+cell stays below α however often one looks: if a cell B is truly best (or tied for best),
+naming any other cell A means that the sequence of A − B, whose truth is ≤ 0, lay above 0;
+only the C - 1 sequences that involve B can do that, whichever cell leads when.
+
+A comparison has a sequence only when both cells have human scores on at least as many
+scenarios as a paired test needs to reach p < α (`pairs_needed`: 6 at 0.05), the same rule
+as the other tiers', and its variance never goes below the floor (`compare._floor`).
 """
 
 from __future__ import annotations
@@ -26,9 +32,20 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._ppi import Difference, Estimates, Judged, Sample, differences
+from tipbench.compare._paired import Difference, differences
+from tipbench.compare._ppi import Estimates, Judged, Sample
+from tipbench.compare._stats import pairs_needed
 
-__all__ = ["MIN_DF", "LeaderDecision", "decide_leader", "normal_mixture_bound", "sequence_radius"]
+__all__ = [
+    "MIN_DF",
+    "LeaderDecision",
+    "Sequences",
+    "cell_scenarios",
+    "decide_leader",
+    "normal_mixture_bound",
+    "sequence_radius",
+    "sequences",
+]
 
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]
@@ -69,11 +86,16 @@ def sequence_radius(
             variance`` is the number of scenarios the estimate is worth).
         alpha: The sequence's error probability over all looks.
         n_opt: The number of scenarios where it is tightest.
+
+    Returns:
+        The radius; infinite where a variance is 0 or not a number (no spread seen is no
+        evidence: such a comparison is inconclusive, never certain).
     """
+    usable = (variance > 0) & (unit_variance > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         n = unit_variance / variance
         radius = np.sqrt(unit_variance) * normal_mixture_bound(n, alpha, n_opt) / n
-    return np.where(variance > 0, radius, 0.0)
+    return np.where(usable & np.isfinite(radius), radius, np.inf)
 
 
 def small_sample_factor(df: _Float, alpha: float | _Float) -> _Float:
@@ -88,6 +110,65 @@ def small_sample_factor(df: _Float, alpha: float | _Float) -> _Float:
 
 
 @dataclass(frozen=True)
+class Sequences:
+    """Confidence sequences of pairs of cells (arrays of length P).
+
+    Attributes:
+        pair: The differences (``mean`` is cell b minus cell a).
+        low: Lower end of each pair's sequence (-inf while it has none).
+        high: Upper end (+inf while it has none).
+        ready: The pair has a sequence: both cells have human scores on at least
+            ``needed`` scenarios, and enough degrees of freedom for a variance.
+        alpha: The level each pair's sequence was made at.
+    """
+
+    pair: Difference
+    low: _Float
+    high: _Float
+    ready: npt.NDArray[np.bool_]
+    alpha: _Float
+
+
+def scenarios_needed(alpha: float) -> int:
+    """Human-judged scenarios a cell needs before it counts: as many as a paired test needs
+    to be able to reach p < α (6 at 0.05), in every tier."""
+    return pairs_needed(alpha)
+
+
+def sequences(
+    judged: Judged,
+    sample: Sample,
+    estimates: Estimates,
+    a: npt.NDArray[np.intp],
+    b: npt.NDArray[np.intp],
+    alpha: _Float,
+    n_opt: float,
+    needed: int,
+) -> Sequences:
+    """The confidence sequence of cell b minus cell a for each pair, at level ``alpha``."""
+    pair = differences(judged, sample, estimates, a, b)
+    radius = sequence_radius(pair.variance, pair.unit_variance, alpha, n_opt)
+    radius = radius * small_sample_factor(pair.df, alpha)
+    covered = np.minimum(estimates.n_human_scenarios[a], estimates.n_human_scenarios[b])
+    ready = (pair.df >= MIN_DF) & (covered >= needed) & np.isfinite(radius)
+    radius = np.where(ready, radius, np.inf)
+    return Sequences(pair, pair.mean - radius, pair.mean + radius, ready, alpha)
+
+
+def cell_scenarios(judged: Judged) -> _Int:
+    """(C,) the scenarios each cell's runs cover."""
+    s = judged.n_scenarios
+    found = np.unique(judged.cell * s + judged.scenario) // s
+    out: _Int = np.bincount(found, minlength=judged.n_cells).astype(np.intp)
+    return out
+
+
+def scenario_count(judged: Judged) -> float:
+    """The most scenarios any cell has: where the sequences are made tightest."""
+    return float(max(int(cell_scenarios(judged).max(initial=0)), 1))
+
+
+@dataclass(frozen=True)
 class LeaderDecision:
     """Per pool (leaderboard): its leader, and whether the sequences have decided it.
 
@@ -97,9 +178,10 @@ class LeaderDecision:
         comparisons: Every (leader, other) pair: ``mean`` is other minus leader.
         low: Lower end of each pair's confidence sequence.
         high: Upper end.
-        ready: Each pair has a sequence (enough human scores on both sides).
+        ready: Each pair has a sequence (enough human-judged scenarios on both sides).
         alpha: The level each pair's sequence was made at.
         n_opt: Scenarios where the sequences are tightest.
+        needed: Human-judged scenarios a cell needs for a sequence.
     """
 
     leader: _Int
@@ -110,6 +192,7 @@ class LeaderDecision:
     ready: npt.NDArray[np.bool_]
     alpha: _Float
     n_opt: float
+    needed: int = 6
 
 
 def decide_leader(
@@ -142,15 +225,13 @@ def decide_leader(
     others = np.flatnonzero(leader[judged.pool] != np.arange(cells))
     others = others[leader[judged.pool[others]] >= 0]
     a = leader[judged.pool[others]]
-    pair = differences(judged, sample, estimates, a, others)
     per_pair_alpha = alpha / np.maximum(size[judged.pool[others]] - 1, 1)
-    if n_opt is None:
-        n_opt = float(np.bincount(judged.cell).max()) if len(judged.cell) else 1.0
-    radius = sequence_radius(pair.variance, pair.unit_variance, per_pair_alpha, n_opt)
-    radius = radius * small_sample_factor(pair.df, per_pair_alpha)
-    ready = pair.df >= MIN_DF
-    low, high = pair.mean - radius, pair.mean + radius
-    below = ready & (high < 0)
+    n_opt = scenario_count(judged) if n_opt is None else n_opt
+    needed = scenarios_needed(alpha)
+    seq = sequences(judged, sample, estimates, a, others, per_pair_alpha, n_opt, needed)
+    below = seq.ready & (seq.high < 0)
     settled = np.bincount(judged.pool[others], weights=below, minlength=pools)
     decided = (leader >= 0) & (settled == size - 1)
-    return LeaderDecision(leader, decided, pair, low, high, ready, per_pair_alpha, n_opt)
+    return LeaderDecision(
+        leader, decided, seq.pair, seq.low, seq.high, seq.ready, per_pair_alpha, n_opt, needed
+    )

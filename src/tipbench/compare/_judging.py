@@ -20,10 +20,14 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench._words import counted
-from tipbench.compare._active import inclusion_by_turn, next_cells
-from tipbench.compare._confseq import LeaderDecision, sequence_radius
+from tipbench.compare._active import inclusion_by_turn
+from tipbench.compare._anytime import cannot_decide
+from tipbench.compare._confseq import LeaderDecision, cell_scenarios, sequence_radius
 from tipbench.compare._leaderboard import JudgingStatus
-from tipbench.compare._ppi import Difference, Estimates
+from tipbench.compare._loop import Snapshot, next_units
+from tipbench.compare._paired import Difference
+from tipbench.compare._ppi import Estimates
+from tipbench.compare._standing import ALPHA
 
 if TYPE_CHECKING:
     from tipbench.compare._combined import CombinedState
@@ -35,9 +39,21 @@ _Int = npt.NDArray[np.intp]
 
 
 def judging_status(state: CombinedState) -> JudgingStatus:
-    """Whether the leader is decided, and about how many more judgements it needs."""
+    """Whether the leader is decided, and about how many more judgements it needs.
+
+    In this order: the scenarios too few for any decision ("cannot be decided on 3
+    scenarios: collect at least 6": no count of judgements would help); decided; cells
+    whose human scores cover too few scenarios (at least the judgements that would cover
+    them); cells without a score in their queue; else the plan's count.
+    """
     order = state.order
     human = bool(np.any(~np.isnan(state.judged.human)))
+    kind = order.kind if order is not None else None
+    if not state.cells:
+        return JudgingStatus(kind, not human, False, None, "no judgeable runs yet")
+    too_few = cannot_decide(int(cell_scenarios(state.judged).min()), ALPHA)
+    if too_few is not None:
+        return JudgingStatus(kind, order is not None or not human, False, None, too_few)
     if order is None:
         message = (
             "the human scores' sampling is unknown: they were given before any judging "
@@ -47,11 +63,20 @@ def judging_status(state: CombinedState) -> JudgingStatus:
         )
         return JudgingStatus(None, not human, False, None, message)
     d = state.decision
-    if not state.cells:
-        return JudgingStatus(order.kind, True, False, None, "no judgeable runs yet")
     if bool(d.decided[0]):
         return JudgingStatus(
             order.kind, True, True, None, "the leader is decided: you can stop", state.unused
+        )
+    short = _scenarios_short(state)
+    if short:
+        return JudgingStatus(
+            order.kind,
+            True,
+            False,
+            short,
+            f"every cell needs human scores on at least {d.needed} scenarios before the "
+            f"leader can be decided: at least {counted(short, 'more judgment')} expected",
+            state.unused,
         )
     empty = int(np.count_nonzero((state.estimates.n_sampled == 0) & (state.open_units > 0)))
     if empty:
@@ -79,6 +104,14 @@ def judging_status(state: CombinedState) -> JudgingStatus:
     return JudgingStatus(order.kind, True, False, more, message, state.unused)
 
 
+def _scenarios_short(state: CombinedState) -> int:
+    """Human judgements still missing before every cell's human scores cover enough
+    scenarios (at least one per scenario short; more where a queue repeats a scenario)."""
+    needed = state.decision.needed
+    short = np.maximum(needed - state.estimates.n_human_scenarios, 0)
+    return int(np.minimum(short, state.open_units).sum())
+
+
 @dataclass(frozen=True)
 class Plan:
     """More human judgements per cell that would decide the leader (None: out of reach)."""
@@ -93,11 +126,16 @@ class Plan:
 def plan(state: CombinedState) -> Plan:
     """The judgements per cell that would decide the leader at today's differences.
 
-    A cell without a human score needs one first; then, per comparison not settled, its two
-    cells get judgements (greedily, to the larger drop of variance) until its sequence would
-    exclude 0. The leader's judgements serve every comparison: the most any one needs.
+    A cell whose human scores cover too few scenarios needs (at least) one judgement per
+    scenario short, and a cell without a human score one first; then, per comparison not
+    settled, its two cells get judgements (greedily, to the larger drop of variance) until
+    its sequence would exclude 0. The leader's judgements serve every comparison: the most
+    any one needs.
     """
     e, d = state.estimates, state.decision
+    short = np.minimum(np.maximum(d.needed - e.n_human_scenarios, 0), state.open_units)
+    if short.any():
+        return Plan(short.astype(np.intp))
     per_cell = np.zeros(len(state.cells), dtype=np.intp)
     leader = int(d.leader[0]) if len(d.leader) else -1
     if leader < 0:  # some cell has no estimate yet: one score there first
@@ -156,23 +194,14 @@ def _queues(state: CombinedState) -> list[list[int]]:
 
 
 def next_run(state: CombinedState) -> CellRun | None:
-    """The run a human should score next (None: every run is scored).
-
-    Uniform order: the first unscored run of the one shuffled queue. Active order: the
-    front of the queue of the cell `next_cells` picks from the comparisons as they are now.
-    """
-    order = state.order
-    if order is None:
+    """The run a human should score next (None: every run is scored): `next_units` on the
+    experiment's arrays (uniform order: the first unscored run of the one shuffled queue;
+    active order: the front of the queue of the cell the comparisons pick)."""
+    if state.queues is None:
         return None
-    queues = _queues(state)
-    if order.kind == "active":
-        chosen = int(next_cells(state.judged, state.estimates, state.decision, state.open_units)[0])
-        if chosen >= 0 and queues[chosen]:
-            return state.runs[queues[chosen][0]]
-    waiting = [u for queue in queues for u in queue]
-    if not waiting:
-        return None
-    return state.runs[min(waiting, key=lambda u: order.clock(state.runs[u].run_id))]
+    now = Snapshot(state.sample, state.estimates, state.decision, state.open_units)
+    unit = int(next_units(state.judged, state.queues, now)[0])
+    return state.runs[unit] if unit >= 0 else None
 
 
 def inclusion_at_turn(state: CombinedState) -> dict[str, float]:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tipbench.compare._anytime import AnytimeLeader
 from tipbench.compare._notes import board_notes
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Standing, is_first, rank_text
 from tipbench.compare._stats import IntervalMethod, PairedComparison, Verdict, verdict
@@ -32,6 +33,7 @@ class CombinedFigures:
 
     Attributes:
         n_human: Human-scored runs its estimate uses.
+        n_human_scenarios: The scenarios those runs cover: what "enough judged" counts.
         n_effective: Human-scored runs the estimate is worth: as many would give the human
             scores alone the same interval.
         lam: How much the judge's scores count in the composite (λ in [0, 1]; 0: the human
@@ -46,10 +48,12 @@ class CombinedFigures:
     lam: float
     cs_low: float = math.nan
     cs_high: float = math.nan
+    n_human_scenarios: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_human": self.n_human,
+            "n_human_scenarios": self.n_human_scenarios,
             "n_effective": _number(self.n_effective),
             "lambda": _number(self.lam),
             "cs_low": _number(self.cs_low),
@@ -235,6 +239,8 @@ class Leaderboard:
         calibration: For the automatic tier, each judge model's calibration: whether its
             scores count as evidence, and why.
         judging: For the combined tier, how the human judging stands.
+        anytime: For the human and combined tiers, the leader as the confidence sequences
+            see it: what promotion rests on (valid however often one looks).
     """
 
     experiment: str
@@ -246,6 +252,7 @@ class Leaderboard:
     confidence: float = CONFIDENCE
     calibration: tuple[JudgeCalibration, ...] = ()
     judging: JudgingStatus | None = None
+    anytime: AnytimeLeader | None = None
 
     @property
     def leader(self) -> LeaderboardRow | None:
@@ -290,4 +297,5 @@ class Leaderboard:
                 else {}
             ),
             **({"judging": self.judging.to_dict()} if self.judging is not None else {}),
+            **({"anytime": self.anytime.to_dict()} if self.anytime is not None else {}),
         }

@@ -40,9 +40,11 @@ COMBINED_NOTE = (
     "(PPI++; λ = how much the judge's scores count, 0 = the human scores alone). The judge "
     "is used only as a predictor: a biased or uncalibrated one widens nothing, it only "
     "helps less. human (worth) = human-scored runs used (the human-scored runs they are "
-    "worth with the judge's scores). Intervals: t, on the estimate's variance (the "
-    "scenarios' and the unscored runs'). Δ = this cell − the leader, paired by scenario; "
-    "CS = its anytime-valid confidence sequence, valid however often you look."
+    "worth with the judge's scores). Intervals and p: t, on the estimate's variance (the "
+    "scenarios' and the unscored runs'), for a single look. Δ = this cell − the leader, "
+    "paired by scenario; CS = its anytime-valid confidence sequence, valid however often "
+    "you look: a cell is behind when its CS lies below 0, which needs both cells' human "
+    "scores on 6+ scenarios."
 )
 
 
@@ -59,6 +61,11 @@ def board_notes(board: Leaderboard, *, calibration: bool = True) -> list[str]:
         interval_note(board.confidence),
     ]
     notes.extend(f"* {warning}" for warning in leaderboard_warnings(board))
+    if board.anytime is not None:
+        notes.append(
+            "For promotion (confidence sequences, valid however often you look): "
+            f"{board.anytime.message}."
+        )
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
     if calibration:

@@ -7,7 +7,8 @@ table, JSON, CSV, Markdown, the PNG chart, the admin API and the bench panel) sh
 Ranks follow the evidence, not names: the cells that no other cell is significantly ahead of
 share rank 1 (shown `1=` when there are several); below them, cells follow by mean composite
 (equal means share a rank). "Significantly ahead" means the paired comparison's verdict is
-"different" (the test is significant and the interval excludes 0).
+"different" (the test is significant and the interval excludes 0); in the combined tier,
+whose comparisons carry an anytime-valid confidence sequence, that the sequence excludes 0.
 """
 
 from __future__ import annotations
@@ -100,7 +101,11 @@ def rank_text(rank: int | None, shared: bool) -> str:
 
 
 def _ahead(comparison: PairedComparison, alpha: float) -> bool:
-    """The comparison (this cell minus the other) shows the other significantly ahead."""
+    """The comparison (this cell minus the other) shows the other significantly ahead: its
+    confidence sequence lies below 0 where it has one (the combined tier: valid however
+    often the leaderboard is looked at), else the single-look verdict is "different"."""
+    if comparison.anytime:
+        return comparison.cs_high < 0.0
     return verdict(comparison, alpha) == "different" and comparison.mean_diff < 0
 
 

@@ -71,6 +71,10 @@ class PairedComparison:
             the differences: ``2 / 2**n_pairs`` when exact. Above the significance level,
             nothing can be significant.
         ci_method: How the interval was made.
+        cs_low: Lower end of the difference's anytime-valid confidence sequence (NaN: none;
+            the combined tier and the promotion gate make one, `compare._confseq`).
+        cs_high: Its upper end. Where a comparison has a sequence, "significantly ahead"
+            means the sequence excludes 0 (`anytime`), not the single-look test.
 
     With ``n_pairs == 0`` every figure is NaN.
     """
@@ -84,6 +88,13 @@ class PairedComparison:
     confidence: float
     min_p_value: float = math.nan
     ci_method: IntervalMethod = "bootstrap"
+    cs_low: float = math.nan
+    cs_high: float = math.nan
+
+    @property
+    def anytime(self) -> bool:
+        """The comparison carries a confidence sequence (valid however often one looks)."""
+        return not (math.isnan(self.cs_low) or math.isnan(self.cs_high))
 
 
 @dataclass(frozen=True)

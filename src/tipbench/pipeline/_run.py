@@ -11,9 +11,11 @@ from tipbench._phase import PhaseConfig
 from tipbench._progress_events import Phase
 from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
 from tipbench.compare import (
+    ALPHA,
     BOARD_TIERS,
     DEFAULT_MIN_SCENARIOS,
     Leaderboard,
+    cannot_decide,
     leaderboards_for,
     log_leaderboard,
     plot_leaderboards,
@@ -29,6 +31,7 @@ from tipbench.judge import (
     previous_judge_file,
 )
 from tipbench.pipeline._export import export_in_order
+from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore, data_dir
 
 
@@ -109,7 +112,26 @@ def run_pipeline(
         judging=exported.describe(),
     )
     result.warnings.extend(ranking.warnings)
+    never = never_promotes(config)
+    if never is not None:
+        result.warnings.append(never)
     return result
+
+
+def never_promotes(config: CollectConfig) -> str | None:
+    """What `run` says when its grid has too few scenarios for any promotion (the README's
+    first command, `--n-scenarios 3`), and what to run instead; None when it has enough."""
+    every = len(load_suite(config.suite).scenarios)
+    n = min(config.n_scenarios, every) if config.n_scenarios else every
+    too_few = cannot_decide(n, ALPHA)
+    if too_few is None:
+        return None
+    instead = (
+        f"tipbench run --n-scenarios 0 runs all {every} of the suite's scenarios"
+        if cannot_decide(every, ALPHA) is None
+        else "the suite needs more scenarios"
+    )
+    return f"this grid can never promote a prompt: {too_few} ({instead})"
 
 
 def judge_grid(

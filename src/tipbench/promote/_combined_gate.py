@@ -6,13 +6,17 @@ where both tiers have scored the experiment and the human scores were drawn in a
 order (their sampling is known), the combined tier decides instead of asking both tiers to
 agree; the gate's other rules are unchanged:
 
-1. enough judged: the candidate has an estimate resting on human scores, on at least as
-   many scenarios as a paired test needs to reach p < α (6 at 0.05);
+1. enough judged: the candidate's human scores cover at least as many scenarios as a
+   paired test needs to reach p < α (6 at 0.05);
 2. sampling known: every human score used was drawn in the experiment's judging order (the
    judge's calibration is reported, not required);
-3. ranks first: the combined tier puts it first, and no other cell;
+3. ranks first: the leader is decided: every other cell's anytime-valid confidence sequence
+   (`compare._confseq`, α / (C − 1) each, every cell's human scores on 6+ scenarios) lies
+   below it. The gate may be asked after every label: this keeps the chance of ever
+   promoting a cell that is not truly best at most α;
 4. beats production: on the same model, the combined tier's gain over the production prompt
-   is at least the margin with p < α (passes with nothing in production).
+   is at least the margin and its confidence sequence excludes 0 (passes with nothing in
+   production; the single-look p is shown beside it).
 
 Otherwise (no judging order, no automatic scores, no cell ranked yet) the two tiers decide
 as before, and the gate says why the combined tier was not used.
@@ -25,7 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tipbench.compare import ALPHA, Leaderboard, LeaderboardRow, PairedComparison, pairs_needed
+from tipbench.compare import (
+    ALPHA,
+    AnytimeLeader,
+    Leaderboard,
+    LeaderboardRow,
+    PairedComparison,
+    pairs_needed,
+)
 from tipbench.promote._registry import ProductionPrompt
 
 Versus = Callable[[tuple[str, str], tuple[str, str]], PairedComparison | None]
@@ -70,15 +81,19 @@ def _number(x: float) -> float | None:
 def _enough(row: LeaderboardRow, needed: int) -> tuple[bool, str]:
     figures = row.combined
     human = figures.n_human if figures is not None else 0
+    covered = figures.n_human_scenarios if figures is not None else 0
     worth = f" (worth {figures.n_effective:.1f})" if figures is not None else ""
-    judged = f"{row.n_scenarios} scenarios, {human} human-judged runs{worth}"
+    judged = f"{row.n_scenarios} scenarios, {human} human-judged runs{worth} on {covered} of them"
     if row.n_scenarios < needed:
         return False, (
             f"{row.name}: {judged}; a paired test needs {needed} scenarios to be able to "
             "tell a difference (compare's rule), for a first promotion too"
         )
-    if not human:
-        return False, f"{row.name}: {judged}: no human score in its estimate"
+    if covered < needed:
+        return False, (
+            f"{row.name}: {judged}; its human scores must cover {needed} scenarios "
+            "(compare's rule), for a first promotion too"
+        )
     return True, judged
 
 
@@ -90,10 +105,11 @@ def decide_combined(
 ) -> tuple[str | None, str | None, list[tuple[str, bool, str]], dict[str, Any]]:
     """The combined tier's checks: (model, prompt, checks as (name, passed, reason), evidence)."""
     board = evidence.board
-    first = board.first
-    judging = board.judging
+    judging, anytime = board.judging, board.anytime
     assert judging is not None
-    candidate = first[0]
+    candidate = board.rows[0]
+    if anytime is not None and anytime.leader is not None:
+        candidate = next((row for row in board.rows if row.name == anytime.leader), candidate)
     model, prompt = candidate.model, candidate.prompt_version
     prod = production.prompt_version if production else None
     lam = candidate.combined.lam if candidate.combined is not None else 0.0
@@ -108,26 +124,13 @@ def decide_combined(
             f"automatic judge counts only as a predictor (λ = {lam:.2f}), calibrated or not"
             + (f" ({calibration})" if calibration else ""),
         ),
+        _first(candidate, anytime),
     ]
-    if len(first) > 1:
-        names = ", ".join(row.name for row in first)
-        checks.append(
-            (
-                "ranks first",
-                False,
-                f"the combined tier ranks {names} first, tied on the evidence: the gate cannot "
-                "tell which to promote (judge more to separate them)",
-            )
-        )
-    else:
-        decided = " (the leader is decided)" if judging.decided else ""
-        checks.append(
-            ("ranks first", True, f"the combined tier ranks {candidate.name} first{decided}")
-        )
     record: dict[str, Any] = {
         "combined": candidate.to_dict(),
-        "combined_first": [row.name for row in first],
+        "combined_first": [row.name for row in board.first],
         "judging": judging.to_dict(),
+        **({"anytime": anytime.to_dict()} if anytime is not None else {}),
     }
     if production is None:
         checks.append(("beats production", True, "nothing is in production yet"))
@@ -135,7 +138,7 @@ def decide_combined(
         checks.append(("beats production", False, f"{prompt} is already in production"))
     else:
         gain = evidence.versus((model, prod or ""), (model, prompt))
-        checks.append(_beats(gain, prod or "", model, margin, alpha))
+        checks.append(_beats(gain, prod or "", model, margin))
         if gain is not None:
             record["vs_production"] = {
                 "combined": {
@@ -144,13 +147,29 @@ def decide_combined(
                     "ci_low": _number(gain.ci_low),
                     "ci_high": _number(gain.ci_high),
                     "p_value": _number(gain.p_value),
+                    "cs_low": _number(gain.cs_low),
+                    "cs_high": _number(gain.cs_high),
                 }
             }
     return model, prompt, checks, record
 
 
+def _first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> tuple[str, bool, str]:
+    """The leader is decided by the confidence sequences, and it is the candidate."""
+    if anytime is None or not anytime.decided or anytime.leader != candidate.name:
+        why = anytime.message if anytime is not None else "no confidence sequences yet"
+        return "ranks first", False, f"the leader is not decided: {why}"
+    return (
+        "ranks first",
+        True,
+        f"the combined tier ranks {candidate.name} first: every other cell's confidence "
+        f"sequence lies below it (the leader is decided; α = {anytime.alpha:.3g} each, valid "
+        "however often the gate is asked)",
+    )
+
+
 def _beats(
-    gain: PairedComparison | None, production: str, model: str, margin: float, alpha: float
+    gain: PairedComparison | None, production: str, model: str, margin: float
 ) -> tuple[str, bool, str]:
     if gain is None:
         return (
@@ -160,12 +179,13 @@ def _beats(
             "experiment: nothing to compare with",
         )
     text = (
-        f"combined gain over {production}: {gain.mean_diff:+.2f} "
-        f"[{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], p = {gain.p_value:.3f}, "
-        f"{gain.n_pairs} scenarios"
+        f"combined gain over {production}: {gain.mean_diff:+.2f}, confidence sequence "
+        f"[{gain.cs_low:+.2f}, {gain.cs_high:+.2f}] (single look: "
+        f"[{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], p = {gain.p_value:.3f}), "
+        f"{gain.n_pairs} human-judged scenarios"
     )
     if not gain.mean_diff >= margin:
         return "beats production", False, f"{text}; below the margin {margin:g}"
-    if not gain.p_value < alpha:
-        return "beats production", False, f"{text}; not significant"
+    if not gain.cs_low > 0:
+        return "beats production", False, f"{text}; the sequence still holds 0"
     return "beats production", True, text

@@ -9,6 +9,7 @@ from typing import Any
 
 from tipbench.compare import (
     ALPHA,
+    AnytimeLeader,
     Leaderboard,
     LeaderboardRow,
     PairedComparison,
@@ -114,11 +115,16 @@ def decide(
        even when nothing is in production yet;
     2. the automatic tier counts: every judge behind it is calibrated (the leaderboard's
        `calibration`); otherwise nothing confirms the human ranking;
-    3. both tiers put it first, and no other cell: when several cells are first in both
+    3. it ranks first: the human tier's anytime-valid confidence sequences (its
+       `Leaderboard.anytime`) put it above every other human-judged cell, each with human
+       scores on 6+ scenarios; the gate may be asked after every label, and this keeps the
+       chance of ever promoting a cell that is not truly best at most `alpha`;
+    4. both tiers put it first, and no other cell: when several cells are first in both
        tiers, nothing tells which one to promote;
-    4. it beats production: on the same model, paired by scenario, the human tier's gain
-       over the production prompt is at least `margin` with p < `alpha`, and the automatic
-       tier's gain is positive. With nothing in production yet, this check passes.
+    5. it beats production: on the same model, paired by scenario, the human tier's gain
+       over the production prompt is at least `margin` and its confidence sequence
+       excludes 0, and the automatic tier's gain is positive. With nothing in production
+       yet, this check passes.
     """
     usable, why = combined_usable(human, auto, combined)
     if usable:
@@ -169,7 +175,12 @@ def _decide_both(
             f"the automatic tier is not counted, so nothing confirms {_names(human_first)} "
             "(calibrate a better judge: tipbench judge calibrate --judge-model SPEC)",
         )
-    checks = [_enough(candidate, auto_row, auto, pairs_needed(alpha)), calibrated, agree]
+    checks = [
+        _enough(candidate, auto_row, auto, pairs_needed(alpha)),
+        calibrated,
+        _human_first(candidate, human.anytime),
+        agree,
+    ]
     if production is None:
         checks.append(Check("beats production", True, "nothing is in production yet"))
     elif prod == prompt:
@@ -179,6 +190,25 @@ def _decide_both(
         checks.append(check)
         evidence["vs_production"] = margins
     return Decision(model, prompt, prod, tuple(checks), evidence)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _human_first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Check:
+    """The human tier's confidence sequences put the candidate first, every other cell below
+    it: the standing promotion rests on, valid however often the gate is asked."""
+    if anytime is None or not anytime.decided or anytime.leader != candidate.name:
+        why = anytime.message if anytime is not None else "no human-judged cell"
+        return Check("ranks first", False, f"the human tier's leader is not decided: {why}")
+    return Check(
+        "ranks first",
+        True,
+        f"the human tier's confidence sequences put {candidate.name} first: every other "
+        f"cell lies below it (α = {anytime.alpha:.3g} each, valid however often the gate is "
+        "asked)",
+    )
 
 
 def _first_in(board: Leaderboard, row: LeaderboardRow) -> bool:
@@ -302,7 +332,7 @@ def _beats(
 ) -> tuple[Check, dict[str, Any]]:
     human_prod = _row(human, model, production)
     auto_prod = _row(auto, model, production)
-    if human_prod is None or auto_prod is None:
+    if human_prod is None or auto_prod is None or human.anytime is None:
         return Check(
             "beats production",
             False,
@@ -312,16 +342,24 @@ def _beats(
     auto_leader = _row(auto, model, leader.prompt_version)
     gain = _vs(human_prod, leader)
     auto_gain = _vs(auto_prod, auto_leader) if auto_leader else None
-    evidence = {"human": _comparison(gain), "auto": auto_gain and _comparison(auto_gain)}
+    sequence = (
+        human.anytime.gain_over(human_prod.name) if human.anytime.leader == leader.name else None
+    )
+    low, high = sequence if sequence is not None else (math.nan, math.nan)
+    evidence = {
+        "human": _comparison(gain) | {"cs_low": _finite(low), "cs_high": _finite(high)},
+        "auto": auto_gain and _comparison(auto_gain),
+    }
     text = (
-        f"human gain over {production}: {gain.mean_diff:+.2f} "
-        f"[{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], p = {gain.p_value:.3f}, "
-        f"{gain.n_pairs} scenarios"
+        f"human gain over {production}: {gain.mean_diff:+.2f}, confidence sequence "
+        f"[{low:+.2f}, {high:+.2f}] (single look: [{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], "
+        f"p = {gain.p_value:.3f}), {gain.n_pairs} scenarios"
     )
     if gain.n_pairs == 0 or not gain.mean_diff >= margin:
         return Check("beats production", False, f"{text}; below the margin {margin:g}"), evidence
-    if not gain.p_value < alpha:
-        return Check("beats production", False, f"{text}; not significant"), evidence
+    if not low > 0:
+        why = "not decided" if sequence is None else "the sequence still holds 0"
+        return Check("beats production", False, f"{text}; {why}"), evidence
     if auto_gain is None or not auto_gain.mean_diff > 0:
         diff = "none" if auto_gain is None else f"{auto_gain.mean_diff:+.2f}"
         return Check(
