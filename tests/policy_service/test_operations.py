@@ -198,6 +198,7 @@ def test_retries_and_expiry_over_http(tmp_path: Path) -> None:
         assert again == first
         other = client.post("/serve", json={**REQUEST, "user_id": "u2", "event_id": "req-1"})
         assert other.status_code == 409 and "event_id 'req-1'" in other.text
+        assert first["decision_id"] not in other.text  # never another request's decision
 
         body = {"decision_id": first["decision_id"], "reward": 1.0, "event": "completed"}
         stored = client.post("/reward", json=body).json()

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tipbench._errors import ConfigError
+from tipbench.policy_service._schema import UNIQUE_KEYS, UniqueKey
 from tipbench.policy_service._sql import SqlStore
 from tipbench.policy_service._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
 
@@ -140,8 +141,13 @@ class SqliteStore(SqlStore):
         cur.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
         return cur.fetchone() is not None
 
-    def _is_duplicate(self, exc: Exception) -> bool:
-        return isinstance(exc, sqlite3.IntegrityError)
+    def _duplicate_key(self, exc: Exception) -> UniqueKey | None:
+        # "UNIQUE constraint failed: decisions.event_id"; a NOT NULL or CHECK failure is no
+        # duplicate
+        if not isinstance(exc, sqlite3.IntegrityError):
+            return None
+        _, _, columns = str(exc).partition("UNIQUE constraint failed: ")
+        return UNIQUE_KEYS.get(columns)
 
     def next_sequence(self) -> int:
         with self._lock:
