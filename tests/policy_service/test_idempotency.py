@@ -49,7 +49,7 @@ def test_an_event_id_of_another_request_is_refused(store: StateStore, retry: dic
     svc = make_service(store)
     first = svc.decide("u1", MOMENT, CANDIDATES, event_id="req-1")
     asked = {"user_id": "u1", "moment": MOMENT, "candidates": CANDIDATES, **retry}
-    with pytest.raises(EventIdConflict, match="event_id 'req-1' was used for another request$"):
+    with pytest.raises(EventIdConflict, match=r"event_id 'req-1' was used for another request$"):
         svc.decide(event_id="req-1", **asked)
     assert len(list(store.decisions())) == 1
     assert first.id  # ... which the error never names: it is another request's

@@ -181,6 +181,12 @@ def simulate_command(
 )
 @click.option("--live", default=None, help="The live policy [default: the latest /serve's].")
 @click.option(
+    "--include-score",
+    is_flag=True,
+    help="Also evaluate on the /score decisions (made by the policy named, not the live one; "
+    "left out by default).",
+)
+@click.option(
     "--clip",
     type=click.FloatRange(min=1.0),
     default=CLIP_WEIGHT,
@@ -202,6 +208,7 @@ def evaluate_command(
     log_file: Path | None,
     policies: str | None,
     live: str | None,
+    include_score: bool,
     clip: float,
     min_decisions: int,
     experiment: str,
@@ -210,7 +217,12 @@ def evaluate_command(
 ) -> None:
     """Off-policy estimates (IPS, SNIPS, doubly robust) of each shadow's mean reward from the
     decision log, with 95% intervals, effective sample size and clipped weights; records the
-    evaluation in MLflow."""
+    evaluation in MLflow.
+
+    The log is checked first: a probability out of range or not summing to 1, a reward not a
+    number in [0, 1], a shadow that scored other candidates is refused naming the decision and
+    the field, and nothing is recorded; so is a log without decisions.
+    """
     from tipbench._redact import redact_uri
     from tipbench.evaluate import evaluate, read_log, traffic_from_rows
     from tipbench.evaluate._render import render_evaluation
@@ -224,17 +236,23 @@ def evaluate_command(
         raise click.UsageError("give --state-url or --log, not both")
     settings = None
     if log_file is not None:
-        traffic = traffic_from_rows(read_log(log_file))
+        traffic = traffic_from_rows(read_log(log_file), include_score=include_score)
         source = str(log_file)
     else:
         store = open_store(state_url, create=False)
         try:
             serving = serving_config(store)  # replayed policies decide with its settings
             live, settings = live or serving.live, serving.policies
-            traffic = traffic_from_rows(decision_rows(store))
+            traffic = traffic_from_rows(decision_rows(store), include_score=include_score)
         finally:
             store.close()
         source = redact_uri(state_url) if state_url else "the default state"
+    if traffic.decisions == 0:
+        only_score = f" but {traffic.score_left_out:,} /score ones (--include-score)"
+        raise ConfigError(
+            f"{source}: the log holds no decision to evaluate"
+            f"{only_score if traffic.score_left_out else ''}: nothing recorded"
+        )
     names = [p.strip() for p in policies.split(",") if p.strip()] if policies else None
     report = evaluate(
         traffic, names, live=live, settings=settings, clip=clip, min_decisions=min_decisions
