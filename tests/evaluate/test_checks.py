@@ -17,8 +17,13 @@ import pytest
 
 from support.cli import assert_one_line_error, tipbench
 from support.policy_logs import HAND_MADE, row
-from tipbench.evaluate import evaluate, read_log, traffic_from_rows
-from tipbench.evaluate._checks import PROBABILITY_TOLERANCE, LogRowError
+from tipbench.evaluate import (
+    PROBABILITY_TOLERANCE,
+    LogRowError,
+    evaluate,
+    read_log,
+    traffic_from_rows,
+)
 from tipbench.tracking import TrackingStore
 
 

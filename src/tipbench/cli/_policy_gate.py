@@ -14,7 +14,7 @@ from tipbench._errors import ConfigError
 from tipbench.cli import _options as options
 from tipbench.evaluate import CLIP_WEIGHT, MIN_DECISIONS
 from tipbench.policies import POLICIES, PolicyConfig
-from tipbench.policy_gate import DEFAULT_MARGIN
+from tipbench.policy_gate import DEFAULT_MARGIN, OFF_POLICY_MARGIN
 from tipbench.simulate import (
     DEFAULT_DAYS,
     DEFAULT_EXPERIMENT,
@@ -284,6 +284,14 @@ def evaluate_command(
     show_default=True,
     help="Mean reward per decision the challenger must gain in the simulator.",
 )
+@click.option(
+    "--off-policy-margin",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=OFF_POLICY_MARGIN,
+    show_default=True,
+    help="δ: the loss per decision the served traffic must rule out (the lower bound of "
+    "challenger − live above −δ).",
+)
 @seeds
 @world_size
 @policy_settings
@@ -293,6 +301,7 @@ def promote_command(
     apply_: bool,
     state_url: str | None,
     margin: float,
+    off_policy_margin: float,
     seeds: int | None,
     days: int | None,
     users: int | None,
@@ -305,8 +314,10 @@ def promote_command(
     fmt: str,
 ) -> None:
     """Make the challenger live only if it beats the live policy in the simulator (paired, by
-    a margin, p < 0.05) and, with enough logged traffic, its off-policy estimate is not
-    significantly worse than the live policy's observed reward.
+    a margin, p < 0.05) and the served traffic rules out a loss of δ: the lower bound of its
+    off-policy estimate minus the live policy's observed reward lies above −δ. An interval
+    that still holds −δ refuses, saying about how many more shadow decisions would settle
+    it; only a log with no usable traffic leaves the simulator to decide alone.
 
     Exit code 0 when it is (or would be) promoted, 3 when the gate refuses.
     """
@@ -320,6 +331,7 @@ def promote_command(
         study=study,
         settings=_settings(epsilon, alpha, floor),
         margin=margin,
+        off_policy_margin=off_policy_margin,
         tracking_uri=tracking_uri,
         experiment=experiment,
     )

@@ -124,7 +124,9 @@ class _Builder:
         self.logging.append(checked.probabilities)
         self.targets.setdefault(policy, {})[position] = checked.probabilities
         v2 = row["features"] if row["feature_version"] == "v2" else None
-        for shadow, (name, probabilities) in zip(row.get("shadows") or (), checked.shadows):
+        for shadow, (name, probabilities) in zip(
+            row.get("shadows") or (), checked.shadows, strict=True
+        ):
             self.targets.setdefault(name, {})[position] = probabilities
             if v2 is None and shadow["feature_version"] == "v2":
                 v2 = shadow["features"]
