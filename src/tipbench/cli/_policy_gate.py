@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from tipbench._errors import ConfigError
 from tipbench.cli import _options as options
@@ -72,6 +73,10 @@ def _settings(
     return {name: PolicyConfig.model_validate(given) for name in POLICIES} if given else {}
 
 
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+
 def _study(**fields: object) -> SimulationConfig:
     """The study's settings given on the command line (the rest keep their defaults)."""
     return SimulationConfig.model_validate({k: v for k, v in fields.items() if v is not None})
@@ -92,8 +97,9 @@ def _study(**fields: object) -> SimulationConfig:
 @click.option(
     "--url",
     default=None,
-    help="Simulate end to end against a running `tipbench policy serve` at this URL "
-    "(needs TIPBENCH_POLICY_TOKEN) instead of in-process.",
+    help="Serve the simulated users through a running `tipbench policy serve` at this URL "
+    "(/serve and /reward, its live policy and shadows; needs TIPBENCH_POLICY_TOKEN) instead "
+    "of in-process: its log then holds shadow traffic for `policy evaluate` and `promote`.",
 )
 @click.option(
     "--shared-state",
@@ -101,7 +107,9 @@ def _study(**fields: object) -> SimulationConfig:
     help="With --url: simulate even though the server's state holds other users' decisions.",
 )
 @recorded
+@click.pass_context
 def simulate_command(
+    ctx: click.Context,
     policies: str,
     live: str | None,
     seeds: int | None,
@@ -123,6 +131,10 @@ def simulate_command(
     Reports mean reward, regret against the oracle, completion and dismiss rates, overall and
     per persona, with 95% intervals over seeds, each policy's paired difference from the live
     one with its p-value, and the learning curve; records the study in MLflow.
+
+    With --url the worlds are served through a running server as the app would: its live
+    policy decides, its shadows log and learn, nothing in its state is reset or deleted; the
+    report compares each shadow's would-be choices with what the live policy served.
     """
     from tipbench.simulate import load_study, simulate
     from tipbench.simulate._remote import RemoteTarget, simulate_remote
@@ -140,6 +152,11 @@ def simulate_command(
             raise ConfigError(
                 "--url: the server's own settings decide; drop --epsilon/--alpha/--floor"
             )
+        if any(_given(ctx, name) for name in ("policies", "live")):
+            raise ConfigError(
+                "--url: the server's roles decide (its live policy and shadows, GET /config); "
+                "drop --policies/--live"
+            )
         target = RemoteTarget.from_environment(url, shared=shared_state)
         load_study(config)  # a bad suite or size is refused before any request
         simulation = simulate_remote(config, target, lambda line: click.echo(line, err=True))
@@ -152,13 +169,19 @@ def simulate_command(
     if fmt == "json":
         click.echo(json.dumps({**report.to_dict(), "run_id": runs.parent_run_id}))
         return
-    per_seed = config.users * config.days * simulation.study.population.opportunities_per_day
-    where = f"through {url}" if url else "in-process"
+    study = simulation.study.config
+    per_seed = study.users * study.days * simulation.study.population.opportunities_per_day
+    where = f"through {url} (/serve, its shadows logged)" if url else "in-process"
     header = (
-        f"simulated {len(config.policies)} policies {where}: {config.seeds} seeds × "
-        f"{config.users} users × {config.days} days ({per_seed:,} decisions per seed); "
+        f"simulated {len(study.policies)} policies {where}: {study.seeds} seeds × "
+        f"{study.users} users × {study.days} days ({per_seed:,} decisions per seed); "
         f"live: {report.live}"
     )
+    if url:
+        header += (
+            "\nthe seeds were served one after another on the server's learning state, so "
+            "they are not independent: read the intervals over seeds as rough"
+        )
     for line in render_report(report, header):
         click.echo(line)
     click.echo(f"\nrecorded in MLflow: experiment {experiment!r}, run {runs.parent_run_id}")
@@ -231,7 +254,7 @@ def evaluate_command(
     from tipbench.policy_service import decision_rows, open_store
     from tipbench.tracking import TrackingStore
 
-    explicit_state = ctx.get_parameter_source("state_url") == click.core.ParameterSource.COMMANDLINE
+    explicit_state = ctx.get_parameter_source("state_url") == ParameterSource.COMMANDLINE
     if log_file is not None and explicit_state:
         raise click.UsageError("give --state-url or --log, not both")
     settings = None
