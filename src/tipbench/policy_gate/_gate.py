@@ -19,9 +19,9 @@ A challenger replaces the live policy only if
    its probability on tips the live policy never shows. Thin traffic (too few decisions, too
    small an effective sample) refuses, asking for more.
 
-The margin makes the rule monotone in the evidence: without it ("not significantly worse",
-the interval's upper bound above 0) a noisier, lower-overlap challenger passed more easily
-than a well-measured one.
+Without the margin ("not significantly worse": the interval's upper bound above 0) a
+noisier, lower-overlap challenger passed more easily than a well-measured one; with it, a
+wider interval is harder to pass, not easier.
 """
 
 from __future__ import annotations
