@@ -75,7 +75,8 @@ def promote_policy(
     simulator must show, `off_policy_margin` (δ) the loss the served traffic must rule out.
 
     Raises:
-        ConfigError: an unknown challenger, a missing state, the roles changed meanwhile.
+        ConfigError: an unknown challenger, a missing state, a decision log that breaks a
+            rule of the log (`tipbench.evaluate.check_row`), the roles changed meanwhile.
         TrackingError: the decision could not be recorded (after a switch, the message says so).
     """
     policy_spec(challenger)
@@ -88,11 +89,11 @@ def promote_policy(
         evaluation: EvaluationReport | None = None
         simulation: Simulation | None = None
         if challenger != live:
+            traffic = traffic_from_rows(decision_rows(store))  # a bad log refuses first
             config = (study or SimulationConfig()).model_copy(
                 update={"policies": (live, challenger), "live": live}
             )
             simulation = simulate(config, settings)
-            traffic = traffic_from_rows(decision_rows(store))
             evaluation = evaluate(traffic, [challenger], live=live, settings=settings)
             decision = decide_promotion(
                 challenger,
