@@ -106,9 +106,11 @@ class SqliteStore(SqlStore):
                 conn = sqlite3.connect(
                     self.path, isolation_level=None, check_same_thread=False, timeout=0
                 )
+                # the busy timeout first: switching to WAL waits for a lock, which another
+                # connection opening at the same moment may hold
+                conn.execute(f"PRAGMA busy_timeout={round(self.timeout_s * 1000)}")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
-                conn.execute(f"PRAGMA busy_timeout={round(self.timeout_s * 1000)}")
             except sqlite3.Error as exc:
                 raise ConfigError(f"{self.path}: cannot open the state store: {exc}") from None
             self._local.conn = conn
