@@ -19,11 +19,15 @@ from tipbench.cli._judge_auto import auto_command
 from tipbench.cli._judge_calibrate import calibrate_command
 from tipbench.compare import ORDERS, Order
 from tipbench.judge import (
+    HUMAN_JUDGES_VARIABLE,
     ApplyResult,
     ExportResult,
+    FeedbackApplyResult,
     apply_judge_file,
     apply_mlflow_feedback,
     export_disagreements,
+    parse_humans,
+    require_humans,
     scored_pairs,
     tier_agreement,
 )
@@ -122,6 +126,15 @@ def export_command(
     "MLflow's trace view (named relevance, actionability, tone, format_ok, overlong).",
 )
 @click.option(
+    "--human",
+    "humans",
+    envvar=HUMAN_JUDGES_VARIABLE,
+    default=None,
+    help="With --from-mlflow: the feedback sources taken as human judges, comma-separated "
+    f"[default: ${HUMAN_JUDGES_VARIABLE}; none: nothing is taken]. MLflow's own permissions "
+    "decide who can write feedback; this decides whose names tipbench takes.",
+)
+@click.option(
     "--judge",
     default=None,
     help="Who scored [default: the file's judge, else $TIPBENCH_JUDGE, else your user name; "
@@ -138,6 +151,7 @@ def apply_command(
     experiment: str,
     file: str | None,
     from_mlflow: bool,
+    humans: str | None,
     judge: str | None,
     force: bool,
     tracking_uri: str | None,
@@ -146,24 +160,32 @@ def apply_command(
 
     A run scored by someone else (another file, the judging page) since the file was
     exported is refused, naming who and when, unless --force; the other runs are written.
-    With --from-mlflow, the feedback given in MLflow's trace view is checked and recorded
-    the same way (blindness does not apply there). FILE may be the MLflow artifact URI of
-    a judge file (`runs:/…`, as Airflow's export_for_judge returns it).
+    With --from-mlflow, the feedback given on candidates' spans in MLflow's trace view by
+    the human judges named with --human is checked and recorded the same way (blindness
+    does not apply there); feedback from other sources is left out and counted. FILE may be
+    the MLflow artifact URI of a judge file (`runs:/…`, as Airflow's export_for_judge
+    returns it).
     """
     if (file is None) == (not from_mlflow):
         raise click.UsageError("give a judge file or --from-mlflow (one of them)")
+    listed = parse_humans(humans)
+    if from_mlflow:
+        require_humans(listed)  # before MLflow loads
     artifact = file is not None and is_artifact_uri(file)
     if file is not None and not artifact and not Path(file).is_file():  # before MLflow loads
         raise ConfigError(f"{file}: no such file")
     check_experiment(tracking_uri, experiment)
     store = TrackingStore(tracking_uri)
+    result: ApplyResult
     with tempfile.TemporaryDirectory(prefix="tipbench-judge-") as tmp:
         if file is None:
-            result = apply_mlflow_feedback(store, experiment, judge, force=force)
+            result = apply_mlflow_feedback(store, experiment, judge, humans=listed, force=force)
         else:
             path = store.fetch_file(file, Path(tmp)) if artifact else Path(file)
             result = apply_judge_file(store, experiment, path, judge, force=force)
     report_apply(result)
+    if isinstance(result, FeedbackApplyResult):
+        report_left_out(result)
     if result.applied or result.drafted:
         from tipbench.pipeline import scores_written  # compare loads only now
 
@@ -178,6 +200,16 @@ def apply_command(
 def is_artifact_uri(value: str) -> bool:
     """Whether a FILE argument names an MLflow artifact rather than a local file."""
     return value.startswith(("runs:/", "mlflow-artifacts:/", "models:/"))
+
+
+def report_left_out(result: FeedbackApplyResult) -> None:
+    """A line per feedback source not on the allow-list whose scores were not taken."""
+    for source, count in result.left_out.items():
+        click.echo(
+            f"  left out: {counted(count, 'score')} by {source!r} (not on --human: MLflow "
+            "lets anyone who can write to it give feedback under any name)",
+            err=True,
+        )
 
 
 def report_apply(result: ApplyResult) -> None:

@@ -3,8 +3,10 @@ doubly-robust estimates of what another policy would have earned, with 95% inter
 effective sample size and the share of clipped weights.
 
     read_log(FILE) | decision_rows(store) ─▶ traffic_from_rows() ─▶ Traffic ─▶ evaluate()
+                                               (check_row: every row, first)
 """
 
+from tipbench.evaluate._checks import PROBABILITY_TOLERANCE, LogRowError, check_row
 from tipbench.evaluate._estimators import (
     CLIP_WEIGHT,
     CONFIDENCE,
@@ -14,6 +16,7 @@ from tipbench.evaluate._estimators import (
     Estimate,
     PolicyEvaluation,
     Status,
+    Z,
     evaluate_policy,
     reward_model,
 )
@@ -27,13 +30,17 @@ __all__ = [
     "ESTIMATORS",
     "MIN_DECISIONS",
     "MIN_ESS",
+    "PROBABILITY_TOLERANCE",
     "Comparison",
     "Estimate",
     "EvaluationReport",
+    "LogRowError",
     "Observed",
     "PolicyEvaluation",
     "Status",
     "Traffic",
+    "Z",
+    "check_row",
     "evaluate",
     "evaluate_policy",
     "read_log",

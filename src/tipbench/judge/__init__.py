@@ -62,7 +62,15 @@ from tipbench.judge._human import (
     apply_judgements,
     default_judge,
 )
-from tipbench.judge._mlflow_feedback import SOURCE_MLFLOW, apply_mlflow_feedback, feedback_drafts
+from tipbench.judge._mlflow_feedback import (
+    HUMAN_JUDGES_VARIABLE,
+    SOURCE_MLFLOW,
+    FeedbackApplyResult,
+    apply_mlflow_feedback,
+    feedback_drafts,
+    parse_humans,
+    require_humans,
+)
 from tipbench.judge._record import record_draft, record_scores
 from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
 from tipbench.judge._versions import StaleRun, changed_since
@@ -73,6 +81,7 @@ __all__ = [
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_MIN_KAPPA",
     "FLAGS_NOTE",
+    "HUMAN_JUDGES_VARIABLE",
     "SCHEMA_VERSION",
     "SOURCE_MLFLOW",
     "TIERS",
@@ -85,6 +94,7 @@ __all__ = [
     "CellCandidates",
     "CriterionFigures",
     "ExportResult",
+    "FeedbackApplyResult",
     "Item",
     "JudgeCalibration",
     "JudgeFile",
@@ -122,12 +132,14 @@ __all__ = [
     "log_calibration",
     "metric_name",
     "new_export_id",
+    "parse_humans",
     "parse_scores",
     "previous_judge_file",
     "quadratic_weighted_kappa",
     "read_judge_file",
     "record_draft",
     "record_scores",
+    "require_humans",
     "score_schema",
     "scored_pairs",
     "scorer",

@@ -15,7 +15,12 @@ from typing import Any
 from tipbench._errors import TrackingError
 from tipbench.evaluate import EvaluationReport, evaluate, traffic_from_rows
 from tipbench.policies import FEATURE_NAMES, POLICIES
-from tipbench.policy_gate._gate import DEFAULT_MARGIN, PromotionDecision, decide_promotion
+from tipbench.policy_gate._gate import (
+    DEFAULT_MARGIN,
+    OFF_POLICY_MARGIN,
+    PromotionDecision,
+    decide_promotion,
+)
 from tipbench.policy_gate._promote import serving_config
 from tipbench.policy_service import DEFAULT_LIVE, Roles, StateStore, decision_rows
 from tipbench.simulate import SimulationReport
@@ -125,6 +130,7 @@ def dry_runs(
     simulation: dict[str, Any],
     evaluation: EvaluationReport | None,
     margin: float = DEFAULT_MARGIN,
+    off_policy_margin: float = OFF_POLICY_MARGIN,
 ) -> list[PromotionDecision] | str:
     """The decision each simulated policy other than `live` would get now; a sentence instead
     when the simulation cannot say (it did not include the live policy)."""
@@ -133,7 +139,9 @@ def dry_runs(
     except ValueError as exc:
         return f"The latest simulation cannot decide: {exc}; simulate it beside the others."
     return [
-        decide_promotion(name, live, report, evaluation, margin)
+        decide_promotion(
+            name, live, report, evaluation, margin, off_policy_margin=off_policy_margin
+        )
         for name in report.policy_names
         if name != live
     ]

@@ -40,10 +40,12 @@ from tipbench.policy_service._rows import (
     settings_json,
     settled,
 )
-from tipbench.policy_service._schema import COUNTED, TABLES, create_or_migrate
+from tipbench.policy_service._schema import COUNTED, TABLES, UniqueKey, create_or_migrate
 from tipbench.policy_service._store import (
     Cursor,
+    DecisionConflict,
     DecisionNotFound,
+    DuplicateDecision,
     DuplicateEvent,
     StateStore,
     WrongPolicy,
@@ -78,8 +80,8 @@ class SqlStore(StateStore):
     def _table_exists(self, cur: Cursor, table: str) -> bool: ...
 
     @abstractmethod
-    def _is_duplicate(self, exc: Exception) -> bool:
-        """Whether `exc` is the driver's unique-constraint violation."""
+    def _duplicate_key(self, exc: Exception) -> UniqueKey | None:
+        """Which unique key of the log `exc` violates; None if it is another error."""
 
     @abstractmethod
     def _restart_sequence(self, cur: Cursor) -> None: ...
@@ -234,10 +236,19 @@ class SqlStore(StateStore):
                     )
                 self._count(cur, tallies)
         except Exception as exc:
-            if not self._is_duplicate(exc):
+            key = self._duplicate_key(exc)
+            if key is None:
                 raise
-            taken = next(r.event_id for r in records if r.event_id is not None)
-            raise DuplicateEvent(taken) from None
+            raise self._duplicate(key, records) from exc
+
+    def _duplicate(self, key: UniqueKey, records: Sequence[DecisionRecord]) -> DecisionConflict:
+        """The error of a batch that violated `key`, naming the record that did."""
+        if key == "event_id":
+            ids = [r.event_id for r in records if r.event_id is not None]
+            taken = next((e for e in ids if self.decision_for_event(e) is not None), None)
+            return DuplicateEvent(taken or (ids[0] if ids else "?"))
+        logged = next((r.id for r in records if self.decision(r.id) is not None), None)
+        return DuplicateDecision(logged or records[0].id)
 
     def decision(self, decision_id: str) -> LoggedDecision | None:
         with self._transaction(write=False) as cur:

@@ -8,6 +8,7 @@ learn with the service's own code, and a report with CIs over seeds and paired d
 
 from tipbench.simulate._outcome import Metrics, SeedOutcome, seed_outcome
 from tipbench.simulate._play import Contender, Played, Served, play, serve, uniforms
+from tipbench.simulate._render import paired_interval
 from tipbench.simulate._report import (
     METRICS,
     Estimate,
@@ -56,6 +57,7 @@ __all__ = [
     "load_study",
     "make_world",
     "paired_dict",
+    "paired_interval",
     "play",
     "seed_outcome",
     "serve",
