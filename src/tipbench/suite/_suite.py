@@ -25,6 +25,7 @@ from tipbench.suite._rubric import CRITERIA, FLAGS, Criterion, Flag, Level, Rubr
 from tipbench.suite._scenario import (
     PLACEHOLDERS,
     PromptVersion,
+    Proposal,
     Scenario,
     content_hash,
     template_placeholders,
@@ -66,10 +67,22 @@ class Suite:
             ]
         )
 
-    def select_scenarios(self, n_scenarios: int = 0) -> tuple[Scenario, ...]:
-        """The first `n_scenarios` scenarios in suite order (0 = all)."""
+    def select_scenarios(
+        self, n_scenarios: int = 0, ids: Iterable[str] = ()
+    ) -> tuple[Scenario, ...]:
+        """The scenarios named by `ids`, in suite order; without ids, the first
+        `n_scenarios` in suite order (0 = all).
+
+        Raises:
+            ConfigError: a negative count, or an id the suite does not have.
+        """
         if n_scenarios < 0:
             raise ConfigError(f"n_scenarios must be 0 (all) or positive, not {n_scenarios}")
+        wanted = set(ids)
+        if wanted:
+            for scenario_id in sorted(wanted):
+                self.scenario(scenario_id)  # an unknown id is refused, named
+            return tuple(s for s in self.scenarios if s.id in wanted)
         return self.scenarios[:n_scenarios] if n_scenarios else self.scenarios
 
     def prompt(self, version: str) -> PromptVersion:
@@ -131,11 +144,17 @@ def load_suite(path: str | Path | None = None) -> Suite:
         scenarios=scenarios,
         prompts=prompts,
         rubric=rubric,
-        default_prompts=tuple(meta.default_prompts or sorted(prompts)),
+        default_prompts=tuple(meta.default_prompts or _written_by_hand(prompts)),
         catalogue=catalogue,
         calibration=calibration,
         population=population,
     )
+
+
+def _written_by_hand(prompts: dict[str, PromptVersion]) -> list[str]:
+    """The versions a grid runs by default when `suite.yaml` names none: all but those an
+    optimization proposed (they run on purpose: the shortlist, by name)."""
+    return sorted(v for v, p in prompts.items() if p.proposal is None) or sorted(prompts)
 
 
 def _read(file: Path, model: type[_Model]) -> _Model:
@@ -210,8 +229,13 @@ def _prompts(folder: Path) -> dict[str, PromptVersion]:
                     f"{file}: {part}: unknown placeholder ${sorted(unknown)[0]} "
                     f"(allowed: {allowed})"
                 )
+        proposal = data.proposal
         prompts[data.version] = PromptVersion(
-            version=data.version, description=data.description, system=data.system, user=data.user
+            version=data.version,
+            description=data.description,
+            system=data.system,
+            user=data.user,
+            proposal=None if proposal is None else Proposal(**proposal.model_dump()),
         )
     return prompts
 
