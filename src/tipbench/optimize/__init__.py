@@ -30,6 +30,7 @@ from tipbench.optimize._run import (
 )
 from tipbench.optimize._split import Split, gate_scenarios, split_scenarios
 from tipbench.optimize._summary import IterationSummary, Program
+from tipbench.optimize._view import LineageRow, lineage_document, lineage_rows
 
 __all__ = [
     "BEST_METRIC",
@@ -43,6 +44,7 @@ __all__ = [
     "SHORTLIST_TAG",
     "HeldOut",
     "IterationSummary",
+    "LineageRow",
     "OptimizationResult",
     "OptimizeConfig",
     "OptimizeProgress",
@@ -51,6 +53,8 @@ __all__ = [
     "Split",
     "gate_scenarios",
     "iteration_cost",
+    "lineage_document",
+    "lineage_rows",
     "optimize",
     "run_heldout",
     "split_scenarios",
