@@ -69,9 +69,12 @@ class Events:
         self.adapter.lineage.iteration = event["iteration"]
         if not self._begun:
             self._begun = True
-            self.on_begin(state.total_num_evals)
             if state.i == 0:  # a new optimization: the start's scores are iteration 0
+                self.on_begin(0)
+                self.on_spent(0, state.total_num_evals)
                 self._record(self.summary(state, 0))
+            else:  # resumed: the budget spent before counts as done
+                self.on_begin(state.total_num_evals)
 
     def on_budget_updated(self, event: BudgetUpdatedEvent) -> None:
         self.on_spent(event["iteration"], event["metric_calls_delta"])

@@ -11,15 +11,17 @@ store), and a larger `--budget` continues it.
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tipbench._errors import ConfigError
+from tipbench._errors import BackendError, ConfigError
 from tipbench._words import counted
-from tipbench.backends import Backend, ModelSpec, RetryPolicy, open_checked
+from tipbench.backends import Backend, BackendOptions, ModelSpec, RetryPolicy, open_checked
 from tipbench.collect import CollectProgress
 from tipbench.judge import AutoJudgeProgress
 from tipbench.optimize._adapter import TipbenchAdapter
@@ -95,19 +97,16 @@ def iteration_cost(n_training: int, minibatch: int) -> int:
 
 
 def working_suite(suite: str | None) -> Path:
-    """The suite folder proposals are written into: `--suite`, else a copy of the bundled
-    suite in `$TIPBENCH_HOME/suites/tips` (made once; the package's own files stay as
-    shipped).
+    """The suite folder proposals are written into: `--suite`, else tipbench's copy of the
+    bundled suite, `$TIPBENCH_HOME/suites/tips` (made by `copy_bundled_suite` once the
+    input is checked; the package's own files stay as shipped).
 
     Raises:
-        ConfigError: the folder is not a writable suite folder.
+        ConfigError: the folder is not a writable suite folder, or is the bundled one.
     """
     if suite is None:
-        folder = data_dir() / "suites" / DEFAULT_SUITE
-        if not folder.exists():
-            shutil.copytree(bundled_suite_path(), folder)
-    else:
-        folder = Path(suite)
+        return data_dir() / "suites" / DEFAULT_SUITE
+    folder = Path(suite)
     if not (folder / "prompts").is_dir():
         raise ConfigError(f"{folder}: not a suite folder (no prompts/)")
     if folder.resolve() == bundled_suite_path().resolve():
@@ -115,9 +114,23 @@ def working_suite(suite: str | None) -> Path:
             f"{folder} is the bundled suite: proposals are written into a suite folder, "
             "so pass a copy of it with --suite (or none, for tipbench's own copy)"
         )
-    if not (folder / "prompts").stat().st_mode & 0o200:
-        raise ConfigError(f"{folder}/prompts cannot be written: proposals go there")
+    if not os.access(folder / "prompts", os.W_OK):
+        raise ConfigError(f"{folder / 'prompts'} cannot be written: proposals go there")
     return folder
+
+
+def copy_bundled_suite(folder: Path) -> None:
+    """Make `folder` a copy of the bundled suite, whole or not at all (copied beside it,
+    then renamed), unless it exists."""
+    if folder.exists():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        shutil.copytree(bundled_suite_path(), partial, dirs_exist_ok=True)
+        partial.rename(folder)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def optimization_id(config: OptimizeConfig, suite: Suite, split: Split) -> str:
@@ -153,12 +166,13 @@ def optimize(
             or a store, model or suite that cannot be used.
     """
     folder = working_suite(config.suite)
-    suite = load_suite(folder)
+    suite = load_suite(folder if folder.exists() else bundled_suite_path())
     start = suite.prompt(config.from_version)
     split = split_scenarios(suite.scenarios, config.seed, config.train_count, config.train_ids)
     _check_budget(config, split)
-    config = config.model_copy(update={"suite": str(folder)})
     reflection = _preflight(config)
+    copy_bundled_suite(folder)  # nothing is written before this line
+    config = config.model_copy(update={"suite": str(folder)})
     store = TrackingStore(tracking_uri)
     key = optimization_id(config, suite, split)
     experiment_id = store.experiment_id(config.experiment, create=True)
@@ -224,15 +238,27 @@ def _check_budget(config: OptimizeConfig, split: Split) -> None:
 def _preflight(config: OptimizeConfig) -> Backend:
     """Apply the size guard to every model before anything is written; return the
     reflection model's backend (collect and the judge check theirs again when they run)."""
-    options = config.backend_options()
-    for spec in (config.model, config.judge_model):
-        open_checked(ModelSpec.parse(spec), options, config.max_model_b, config.allow_unknown_size)
-    return open_checked(
-        ModelSpec.parse(config.reflection_model),
-        config.backend_options(n_ctx=REFLECTION_N_CTX),
-        config.max_model_b,
-        config.allow_unknown_size,
-    ).backend
+    checked = [
+        _checked(config, "--model", config.model, config.backend_options()),
+        _checked(config, "--judge-model", config.judge_model, config.backend_options()),
+        _checked(
+            config,
+            "--reflection-model",
+            config.reflection_model,
+            config.backend_options(n_ctx=REFLECTION_N_CTX),
+        ),
+    ]
+    return checked[-1]
+
+
+def _checked(config: OptimizeConfig, option: str, spec: str, options: BackendOptions) -> Backend:
+    """The backend of one of the models, checked; its errors name the option."""
+    try:
+        return open_checked(
+            ModelSpec.parse(spec), options, config.max_model_b, config.allow_unknown_size
+        ).backend
+    except BackendError as exc:
+        raise type(exc)(f"{option}: {exc}") from exc
 
 
 def _params(config: OptimizeConfig, split: Split) -> dict[str, str]:
