@@ -61,7 +61,7 @@ def test_prints_the_split_lineage_skipped_proposal_and_shortlist(
         f"iteration 2: skipped a new user template for {P1}: it drops the placeholder $tasks"
         in (out)
     )
-    assert f"skipped a proposal: it drops the placeholder $tasks" in done.stderr
+    assert "skipped a proposal: it drops the placeholder $tasks" in done.stderr
     assert f"{P1}: " in out.split("== shortlist")[1]
     written = tipbench_home / "suites" / "tips" / "prompts" / f"{P1}.yaml"
     assert written.is_file() and "parent: v1" in written.read_text()

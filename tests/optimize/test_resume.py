@@ -5,9 +5,10 @@ The reflection model here answers from its request alone, as a real model does a
 seed (a script consumed in order would not: the interrupted iteration asks again): asked for
 a system template without "Say when in the morning." it adds that sentence, asked for a user
 template without "Say when in the evening." it adds that one, and otherwise it answers a
-template with an unknown placeholder, `$count` (a skipped proposal). Training on the student's two scenarios
-(minibatch: both) for 20 evaluations, that is: iteration 1 proposes P1 (morning; accepted),
-2 proposes P3 from P1 (evening too; accepted), 3 to 5 are skipped proposals.
+template with an unknown placeholder, `$count` (a skipped proposal). Training on the
+student's two scenarios (minibatch: both) for 20 evaluations, that is: iteration 1 proposes
+P1 (morning; accepted), 2 proposes P3 from P1 (evening too; accepted), 3 to 5 are skipped
+proposals.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from typing import Any
 
 import pytest
 from mlflow import MlflowClient
+from test_cli import optimize_args
 
 from support.ollama_server import FakeOllama
 from support.scripted_world import EVENING, MORNING, REFLECTION, TRAINING, said
-from test_cli import optimize_args
 from tipbench.optimize import BEST_METRIC, KIND_OPTIMIZATION
 from tipbench.suite import content_hash, load_suite
 from tipbench.tracking import CELL_RUNS, DEFAULT_PROMPT_NAME, KIND_TAG

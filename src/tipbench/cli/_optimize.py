@@ -47,7 +47,8 @@ class OptimizeBar(_BarProgress):
         if (proposal := prompt.proposal) is not None:
             self._line(
                 f"  proposed {prompt.version}: a new {proposal.component} template for "
-                f"{proposal.parent}" + (f" ({proposal.reasons.splitlines()[0]})" if proposal.reasons else "")
+                f"{proposal.parent}"
+                + (f" ({proposal.reasons.splitlines()[0]})" if proposal.reasons else "")
             )
 
     def skipped(self, skipped: Skipped) -> None:
@@ -74,8 +75,7 @@ class OptimizeBar(_BarProgress):
     "--budget",
     type=int,
     required=True,
-    help="Evaluations to spend: one prompt version on one training scenario, collected and "
-    "judged.",
+    help="Evaluations to spend: one prompt version on one training scenario, collected and judged.",
 )
 @click.option(
     "--train-scenarios",
@@ -136,7 +136,11 @@ def optimize_command(
     )
     events = ProgressEvents.from_environment()
     events.phase("optimize")
-    with OptimizeBar(events) as bar, CellProgress(events) as cells, JudgeProgress(events) as judging:
+    with (
+        OptimizeBar(events) as bar,
+        CellProgress(events) as cells,
+        JudgeProgress(events) as judging,
+    ):
         result = optimize(
             config,
             tracking_uri=tracking_uri,

@@ -29,7 +29,7 @@ from tipbench.optimize._run import (
     working_suite,
 )
 from tipbench.optimize._split import Split, gate_scenarios, split_scenarios
-from tipbench.optimize._summary import IterationSummary, Program
+from tipbench.optimize._summary import IterationSummary, Program, shortlist
 from tipbench.optimize._view import LineageRow, lineage_document, lineage_rows
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "lineage_rows",
     "optimize",
     "run_heldout",
+    "shortlist",
     "split_scenarios",
     "working_suite",
 ]

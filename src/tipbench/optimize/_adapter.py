@@ -7,9 +7,10 @@ with tipbench's own parts:
   training scenarios = collect + the automatic judge (`Evaluator`), one cell run each;
 - `make_reflective_dataset`: the judge's per-criterion scores, the rules' flags and any
   human scores and comments of those cells (`optimize._feedback`);
-- `propose_new_texts`: the reflection model rewrites one part through tipbench's backends
-  (`Reflector`); a usable answer becomes a prompt version (`Lineage.propose`), an unusable
-  one is a skipped proposal (GEPA then proposes nothing this iteration).
+- `propose_new_texts` (`Proposer`): the reflection model rewrites one part through
+  tipbench's backends (`Reflector`); a usable answer becomes a prompt version
+  (`Lineage.propose`), an unusable one is a skipped proposal (GEPA then proposes nothing
+  this iteration).
 
 `get_adapter_state`/`set_adapter_state` keep the skipped proposals in GEPA's saved state, so
 a resumed optimization counts them once.
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gepa import EvaluationBatch
+from gepa.core.adapter import EvaluationBatch, ProposalFn
 
 from tipbench.optimize._evaluation import Evaluator
 from tipbench.optimize._feedback import ScenarioFeedback, reflective_records
@@ -31,43 +32,21 @@ from tipbench.suite import COMPONENTS, Component, PromptVersion, Scenario
 
 
 @dataclass
-class TipbenchAdapter:
-    """A `GEPAAdapter[Scenario, ScenarioFeedback, str]`: outputs are cell run ids."""
+class Proposer:
+    """GEPA's `ProposalFn`: one new template per part asked for, none for a part whose
+    reflection answer is unusable (counted as a skipped proposal)."""
 
-    evaluator: Evaluator
     reflector: Reflector
     lineage: Lineage
     on_proposal: Callable[[PromptVersion], None] = lambda prompt: None
     on_skip: Callable[[Skipped], None] = lambda skipped: None
 
-    def evaluate(
-        self, batch: list[Scenario], candidate: dict[str, str], capture_traces: bool = False
-    ) -> EvaluationBatch[ScenarioFeedback, str]:
-        prompt = self.lineage.version_of(candidate)
-        results = self.evaluator.evaluate(prompt, [s.id for s in batch], capture_traces)
-        self.lineage.scored(prompt, results)
-        return EvaluationBatch(
-            outputs=[f"{prompt.version}|{r.scenario_id}" for r in results],
-            scores=[r.score for r in results],
-            trajectories=results if capture_traces else None,
-        )
-
-    def make_reflective_dataset(
-        self,
-        candidate: dict[str, str],
-        eval_batch: EvaluationBatch[ScenarioFeedback, str],
-        components_to_update: list[str],
-    ) -> Mapping[str, Sequence[Mapping[str, Any]]]:
-        records = reflective_records(eval_batch.trajectories or [])
-        return {component: records for component in components_to_update}
-
-    def propose_new_texts(
+    def __call__(
         self,
         candidate: dict[str, str],
         reflective_dataset: Mapping[str, Sequence[Mapping[str, Any]]],
         components_to_update: list[str],
     ) -> dict[str, str]:
-        """One new template per part asked for; none for a part whose answer is unusable."""
         proposed: dict[str, str] = {}
         for name in components_to_update:
             component = _component(name)
@@ -90,6 +69,36 @@ class TipbenchAdapter:
         )
         self.on_proposal(prompt)
         return True
+
+
+@dataclass
+class TipbenchAdapter:
+    """A `GEPAAdapter[Scenario, ScenarioFeedback, str]`: outputs are `version|scenario`."""
+
+    evaluator: Evaluator
+    lineage: Lineage
+    propose_new_texts: ProposalFn | None
+
+    def evaluate(
+        self, batch: list[Scenario], candidate: dict[str, str], capture_traces: bool = False
+    ) -> EvaluationBatch[ScenarioFeedback, str]:
+        prompt = self.lineage.version_of(candidate)
+        results = self.evaluator.evaluate(prompt, [s.id for s in batch], capture_traces)
+        self.lineage.scored(prompt, results)
+        return EvaluationBatch(
+            outputs=[f"{prompt.version}|{r.scenario_id}" for r in results],
+            scores=[r.score for r in results],
+            trajectories=results if capture_traces else None,
+        )
+
+    def make_reflective_dataset(
+        self,
+        candidate: dict[str, str],
+        eval_batch: EvaluationBatch[ScenarioFeedback, str],
+        components_to_update: list[str],
+    ) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+        records = reflective_records(eval_batch.trajectories or [])
+        return {component: records for component in components_to_update}
 
     def get_adapter_state(self) -> dict[str, Any]:
         return self.lineage.state()

@@ -19,11 +19,13 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-import gepa
+from gepa.api import optimize as gepa_optimize
+from gepa.core.adapter import GEPAAdapter
 from gepa.core.callbacks import (
     BudgetUpdatedEvent,
+    GEPACallback,
     IterationEndEvent,
     IterationStartEvent,
     OptimizationEndEvent,
@@ -31,6 +33,7 @@ from gepa.core.callbacks import (
 from gepa.core.state import GEPAState
 
 from tipbench.optimize._adapter import TipbenchAdapter
+from tipbench.optimize._feedback import ScenarioFeedback
 from tipbench.optimize._lineage import candidate_of
 from tipbench.optimize._sampling import SeededEpochSampler, SeededParetoSelector
 from tipbench.optimize._summary import IterationSummary, summarize
@@ -107,10 +110,12 @@ def run_gepa(
     """Run (or resume, from `run_dir`) GEPA over the training scenarios for `budget`
     evaluations; return its final state."""
     start = adapter.lineage.start
-    gepa.optimize(
+    typed: GEPAAdapter[Scenario, ScenarioFeedback, str] = adapter
+    trainset: list[Any] = list(training)
+    gepa_optimize(
         seed_candidate=candidate_of(start),
-        trainset=list(training),
-        adapter=adapter,
+        trainset=trainset,
+        adapter=cast("GEPAAdapter[Any, Any, Any]", typed),
         candidate_selection_strategy=SeededParetoSelector(seed),
         batch_sampler=SeededEpochSampler(minibatch, seed),
         perfect_score=float(COMPOSITE_RANGE[1]),
@@ -119,7 +124,7 @@ def run_gepa(
         max_metric_calls=budget,
         logger=_Log(),
         run_dir=run_dir,
-        callbacks=[events],
+        callbacks=[cast(GEPACallback, events)],  # its methods are all optional (GEPA's doc)
         track_best_outputs=False,
         display_progress_bar=False,
         seed=seed,

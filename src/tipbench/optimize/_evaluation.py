@@ -123,7 +123,7 @@ class Evaluator:
         (cell,) = fetch_candidates(self.store, [run])
         comments = (
             human_comments(self.store.client, run.trace_id, len(cell.candidates))
-            if run.trace_id and run.judged_by("human")
+            if run.trace_id
             else {}
         )
         tips = tips_feedback(cell.candidates, judge, run.scores("human"), comments)

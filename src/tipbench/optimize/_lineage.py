@@ -14,7 +14,7 @@ from the files that name it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,7 @@ class Lineage:
 
     def state(self) -> dict[str, Any]:
         """What GEPA keeps of the lineage across a resume (the files keep the rest)."""
-        return {"skipped": [vars(s) | {} for s in self.skipped]}
+        return {"skipped": [asdict(s) for s in self.skipped]}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.skipped = [Skipped(**item) for item in state.get("skipped", [])]

@@ -101,4 +101,3 @@ class OptimizationRecord:
 
     def close(self, status: str) -> None:
         self.store.close_parent(self.run_id, status, {})
-

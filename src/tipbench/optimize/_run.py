@@ -24,7 +24,7 @@ from tipbench._words import counted
 from tipbench.backends import Backend, BackendOptions, ModelSpec, RetryPolicy, open_checked
 from tipbench.collect import CollectProgress
 from tipbench.judge import AutoJudgeProgress
-from tipbench.optimize._adapter import TipbenchAdapter
+from tipbench.optimize._adapter import Proposer, TipbenchAdapter
 from tipbench.optimize._config import OptimizeConfig
 from tipbench.optimize._engine import Events, run_gepa
 from tipbench.optimize._evaluation import Evaluator
@@ -184,7 +184,8 @@ def optimize(
         config, store, experiment_id, record.child_tags(), _cell_note(progress), progress.note
     )
     reflector = Reflector(reflection, RetryPolicy(), config.seed, progress.note)
-    adapter = TipbenchAdapter(evaluator, reflector, lineage, progress.proposed, progress.skipped)
+    proposer = Proposer(reflector, lineage, progress.proposed, progress.skipped)
+    adapter = TipbenchAdapter(evaluator, lineage, proposer)
     reporter = _Reporter(config, record, lineage, progress)
     events = Events(
         split.training,

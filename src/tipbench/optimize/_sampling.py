@@ -49,7 +49,9 @@ class SeededEpochSampler(BatchSampler[Any, Any]):
         self.size = size
         self.seed = seed
 
-    def next_minibatch_ids(self, loader: DataLoader[Any, Any], state: GEPAState[Any, Any]) -> list[Any]:
+    def next_minibatch_ids(
+        self, loader: DataLoader[Any, Any], state: GEPAState[Any, Any]
+    ) -> list[Any]:
         ids = list(loader.all_ids())
         size = min(self.size, len(ids))
         start = max(state.i, 0) * size

@@ -43,7 +43,8 @@ class LineageRow:
         mean = "–" if self.mean is None else f"{self.mean:.2f}"
         where = f", best on {', '.join(self.front)}" if self.front else ""
         mark = "  [shortlist]" if self.shortlisted else ""
-        return f"{'  ' * self.depth}{self.version}  {mean} on {self.scored}  {self.standing}{where}{mark}"
+        indent = "  " * self.depth
+        return f"{indent}{self.version}  {mean} on {self.scored}  {self.standing}{where}{mark}"
 
 
 def lineage_rows(
