@@ -36,12 +36,12 @@ from tipbench.optimize._split import Split, split_scenarios
 from tipbench.optimize._summary import IterationSummary, Program, shortlist
 from tipbench.optimize._view import lineage_document
 from tipbench.suite import (
-    DEFAULT_SUITE,
     PromptVersion,
     Suite,
     bundled_suite_path,
     content_hash,
     load_suite,
+    working_copy_path,
 )
 from tipbench.tracking import (
     DEFAULT_PROMPT_NAME,
@@ -105,7 +105,7 @@ def working_suite(suite: str | None) -> Path:
         ConfigError: the folder is not a writable suite folder, or is the bundled one.
     """
     if suite is None:
-        return data_dir() / "suites" / DEFAULT_SUITE
+        return working_copy_path(data_dir())
     folder = Path(suite)
     if not (folder / "prompts").is_dir():
         raise ConfigError(f"{folder}: not a suite folder (no prompts/)")

@@ -37,7 +37,13 @@ from tipbench.suite._scenario import (
     content_hash,
     template_placeholders,
 )
-from tipbench.suite._suite import DEFAULT_SUITE, Suite, bundled_suite_path, load_suite
+from tipbench.suite._suite import (
+    DEFAULT_SUITE,
+    Suite,
+    bundled_suite_path,
+    load_suite,
+    working_copy_path,
+)
 from tipbench.suite._writing import prompt_file, write_prompt_version
 
 __all__ = [
@@ -77,5 +83,6 @@ __all__ = [
     "load_suite",
     "prompt_file",
     "template_placeholders",
+    "working_copy_path",
     "write_prompt_version",
 ]

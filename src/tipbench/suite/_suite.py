@@ -109,6 +109,12 @@ def bundled_suite_path(name: str = DEFAULT_SUITE) -> Path:
     return Path(str(resources.files("tipbench.suite") / "data" / name))
 
 
+def working_copy_path(home: Path) -> Path:
+    """tipbench's working copy of the bundled suite in its data folder `home`: where
+    `tipbench optimize` writes its proposals unless given a suite folder."""
+    return home / "suites" / DEFAULT_SUITE
+
+
 def load_suite(path: str | Path | None = None) -> Suite:
     """Load and validate a suite folder (the bundled `tips` suite by default).
 
