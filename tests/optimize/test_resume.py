@@ -2,13 +2,10 @@
 finished iteration and ends as an uninterrupted one would, with nothing twice.
 
 The reflection model here answers from its request alone, as a real model does at a fixed
-seed (a script consumed in order would not: the interrupted iteration asks again): asked for
-a system template without "Say when in the morning." it adds that sentence, asked for a user
-template without "Say when in the evening." it adds that one, and otherwise it answers a
-template with an unknown placeholder, `$count` (a skipped proposal). Training on the
-student's two scenarios (minibatch: both) for 20 evaluations, that is: iteration 1 proposes
-P1 (morning; accepted), 2 proposes P3 from P1 (evening too; accepted), 3 to 5 are skipped
-proposals.
+seed (a script consumed in order would not: the interrupted iteration asks again; see
+`support.scripted_world.rule_reflection`). Training on the student's two scenarios
+(minibatch: both) for 20 evaluations, that is: iteration 1 proposes P1 (morning; accepted),
+2 proposes P3 from P1 (evening too; accepted), 3 to 5 are skipped proposals.
 """
 
 from __future__ import annotations
@@ -21,34 +18,31 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mlflow import MlflowClient
 from test_cli import optimize_args
 
 from support.ollama_server import FakeOllama
-from support.scripted_world import EVENING, MORNING, REFLECTION, TRAINING, said
+from support.scripted_world import (
+    EVENING,
+    MORNING,
+    REFLECTION,
+    TRAINING,
+    proposal,
+    rule_reflection,
+    said,
+)
 from tipbench.optimize import BEST_METRIC, KIND_OPTIMIZATION
-from tipbench.suite import content_hash, load_suite
+from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS, DEFAULT_PROMPT_NAME, KIND_TAG
 
 pytestmark = pytest.mark.slow
 
 V1 = load_suite().prompt("v1")
 P1_SYSTEM = said(V1, "system", MORNING)
-P1 = f"v1-gepa-{content_hash([P1_SYSTEM, V1.user])[:8]}"
-P3 = f"v1-gepa-{content_hash([P1_SYSTEM, said(V1, 'user', EVENING)])[:8]}"
-_ASKED = re.compile(r"the following (system|user) template.*?```\n(.*?)\n```", re.DOTALL)
-
-
-def reflection_model(messages: list[dict[str, Any]], fmt: Any) -> str:
-    found = _ASKED.search(str(messages[-1]["content"]))
-    assert found is not None, "not a reflection prompt"
-    part, current = found.groups()
-    sentence = MORNING if part == "system" else EVENING
-    new = "Write $count tips." if sentence in current else f"{current} {sentence}"
-    return f"Reasons: say when.\n```\n{new}\n```"
+P1 = proposal(P1_SYSTEM, V1.user)
+P3 = proposal(P1_SYSTEM, said(V1, "user", EVENING))
 
 
 def start(world: FakeOllama, uri: str, home: Path) -> subprocess.Popen[str]:
@@ -71,7 +65,7 @@ def recorded_iterations(client: MlflowClient) -> list[int]:
 def test_ctrl_c_then_the_same_command_resumes_without_duplicates(
     world: FakeOllama, sqlite_uri: str, tipbench_home: Path, ctrl_c: None
 ) -> None:
-    world.respond(REFLECTION, reflection_model)
+    world.respond(REFLECTION, rule_reflection)
     world.token_s = 0.02  # each cell's answer takes about a second: Ctrl-C lands mid-iteration
     MlflowClient(sqlite_uri).search_experiments()  # the store exists: the test polls it
     client = MlflowClient(sqlite_uri)

@@ -99,7 +99,7 @@ def test_install_dags_command(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "bench_collect, bench_judged and policy_simulate" in done.stdout
+    assert "bench_collect, bench_judged, policy_simulate and prompt_optimize" in done.stdout
     assert (tmp_path / "d" / "tipbench_dags.py").read_text() == SHIM
     blocked = tmp_path / "file"
     blocked.write_text("")

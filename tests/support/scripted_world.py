@@ -23,7 +23,7 @@ from typing import Any
 
 from support.ollama_server import TWO_MODELS, FakeOllama, ModelEntry, answer
 from tipbench.optimize import IterationSummary, OptimizeConfig, Skipped
-from tipbench.suite import PromptVersion
+from tipbench.suite import PromptVersion, content_hash
 
 TASK, JUDGE, REFLECTION, TOO_LARGE = "qwen2.5:0.5b", "gemma3:1b", "qwen2.5:3b", "llama3.1:8b"
 MODELS = {
@@ -62,6 +62,28 @@ def _edit_tips(text: str, edit: Callable[[str], str]) -> str:
         return json.dumps({"tips": [edit(tip) for tip in document["tips"]]})
     lines = [re.match(r"(\d+\. )(.*)", line) for line in text.splitlines()]
     return "\n".join(f"{m.group(1)}{edit(m.group(2))}" for m in lines if m)
+
+
+_ASKED = re.compile(r"the following (system|user) template.*?```\n(.*?)\n```", re.DOTALL)
+
+
+def rule_reflection(messages: list[dict[str, Any]], fmt: Any) -> str:
+    """A reflection model that answers from its request alone, as a real model does at a
+    fixed seed: asked for a system template without "Say when in the morning." it adds that
+    sentence, asked for a user template without "Say when in the evening." it adds that one,
+    and otherwise it answers a template with an unknown placeholder, `$count` (a skipped
+    proposal)."""
+    found = _ASKED.search(str(messages[-1]["content"]))
+    assert found is not None, "not a reflection prompt"
+    part, current = found.groups()
+    sentence = MORNING if part == "system" else EVENING
+    new = "Write $count tips." if sentence in current else f"{current} {sentence}"
+    return f"Reasons: say when.\n```\n{new}\n```"
+
+
+def proposal(system: str, user: str) -> str:
+    """The documented name of a proposal from v1: `v1-gepa-` and its template's hash."""
+    return f"v1-gepa-{content_hash([system, user])[:8]}"
 
 
 def reflection(template: str, reasons: str = "Tips never say when.") -> str:

@@ -150,6 +150,33 @@ def optimization_id(config: OptimizeConfig, suite: Suite, split: Split) -> str:
     )[:12]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """An optimization's input, checked: where proposals go, the suite, the start version,
+    the split, the reflection model's backend (its size checked, nothing loaded)."""
+
+    folder: Path
+    suite: Suite
+    start: PromptVersion
+    split: Split
+    reflection: Backend
+
+
+def prepare(config: OptimizeConfig) -> Prepared:
+    """Check everything an optimization needs, writing nothing: the suite folder, the start
+    version, the split, the budget and every model's size.
+
+    Raises:
+        TipbenchError: the first problem, in one line.
+    """
+    folder = working_suite(config.suite)
+    suite = load_suite(folder if folder.exists() else bundled_suite_path())
+    start = suite.prompt(config.from_version)
+    split = split_scenarios(suite.scenarios, config.seed, config.train_count, config.train_ids)
+    _check_budget(config, split)
+    return Prepared(folder, suite, start, split, _preflight(config))
+
+
 def optimize(
     config: OptimizeConfig,
     *,
@@ -165,12 +192,8 @@ def optimize(
         TipbenchError: bad input, checked before anything is written (see the module's doc),
             or a store, model or suite that cannot be used.
     """
-    folder = working_suite(config.suite)
-    suite = load_suite(folder if folder.exists() else bundled_suite_path())
-    start = suite.prompt(config.from_version)
-    split = split_scenarios(suite.scenarios, config.seed, config.train_count, config.train_ids)
-    _check_budget(config, split)
-    reflection = _preflight(config)
+    prepared = prepare(config)
+    folder, suite, start, split = prepared.folder, prepared.suite, prepared.start, prepared.split
     copy_bundled_suite(folder)  # nothing is written before this line
     config = config.model_copy(update={"suite": str(folder)})
     store = TrackingStore(tracking_uri)
@@ -183,7 +206,7 @@ def optimize(
     evaluator = Evaluator(
         config, store, experiment_id, record.child_tags(), _cell_note(progress), progress.note
     )
-    reflector = Reflector(reflection, RetryPolicy(), config.seed, progress.note)
+    reflector = Reflector(prepared.reflection, RetryPolicy(), config.seed, progress.note)
     proposer = Proposer(reflector, lineage, progress.proposed, progress.skipped)
     adapter = TipbenchAdapter(evaluator, lineage, proposer)
     reporter = _Reporter(config, record, lineage, progress)
