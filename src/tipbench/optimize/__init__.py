@@ -38,6 +38,12 @@ if TYPE_CHECKING:
         working_suite,
     )
     from tipbench.optimize._split import Split, gate_scenarios, split_scenarios
+    from tipbench.optimize._status import (
+        OptimizationStatus,
+        optimization_chart,
+        optimization_detail,
+        optimizations,
+    )
     from tipbench.optimize._summary import IterationSummary, Program, shortlist
     from tipbench.optimize._view import LineageRow, lineage_document, lineage_rows
 
@@ -59,6 +65,10 @@ _LAZY = {
     "prepare": "_run",
     "working_suite": "_run",
     "Split": "_split",
+    "OptimizationStatus": "_status",
+    "optimization_chart": "_status",
+    "optimization_detail": "_status",
+    "optimizations": "_status",
     "gate_scenarios": "_split",
     "split_scenarios": "_split",
     "IterationSummary": "_summary",
@@ -92,6 +102,7 @@ __all__ = [
     "IterationSummary",
     "LineageRow",
     "OptimizationResult",
+    "OptimizationStatus",
     "OptimizeConfig",
     "OptimizeProgress",
     "Prepared",
@@ -102,6 +113,9 @@ __all__ = [
     "iteration_cost",
     "lineage_document",
     "lineage_rows",
+    "optimization_chart",
+    "optimization_detail",
+    "optimizations",
     "optimize",
     "prepare",
     "run_heldout",

@@ -4,8 +4,8 @@ iteration, its lineage and the chart of its best training score.
 Layout of the run (kind `optimization`, reopened by its key when the optimization resumes):
 
 - params: the start version, the models, the budget, the split, the seed;
-- metrics at step = iteration: `best_training_score`, `evaluations`, `front_size`,
-  `pool_size`, `proposals`, `skipped_proposals` (step 0: the start alone);
+- metrics at step = iteration: `iteration`, `best_training_score`, `evaluations`,
+  `front_size`, `pool_size`, `proposals`, `skipped_proposals` (step 0: the start alone);
 - artifacts: `front/iteration-NNNN.json` (the pool and the front per training scenario),
   `lineage.json` (every proposal with its parent, reasons and scores, and every skipped
   one), `best_training_score.png`, `shortlist.json`;
@@ -68,6 +68,7 @@ class OptimizationRecord:
             return False
         now, step = int(time.time() * 1000), summary.iteration
         values = {
+            "iteration": summary.iteration,
             BEST_METRIC: summary.best.mean,
             "evaluations": summary.evaluations,
             "front_size": len({v for versions in summary.front.values() for v in versions}),

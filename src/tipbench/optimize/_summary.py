@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any
-
-from gepa.core.state import GEPAState
+from typing import TYPE_CHECKING, Any
 
 from tipbench.suite import PromptVersion
+
+if TYPE_CHECKING:
+    from gepa.core.state import GEPAState
 
 #: A GEPA pool candidate (its templates) → the prompt version it is.
 VersionOf = Callable[[dict[str, str]], PromptVersion]
