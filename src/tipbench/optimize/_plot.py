@@ -20,6 +20,7 @@ def plot_progress(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     figure, axis = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
     if points:
@@ -27,8 +28,9 @@ def plot_progress(
         axis.step(iterations, scores, where="post", marker="o", color="#d95f02", label="best")
     axis.axhline(start, linestyle="--", color="#7570b3", label="start")
     axis.set_xlabel("iteration")
-    axis.set_ylabel(f"mean composite on training scenarios ({COMPOSITE_RANGE[0]}–"
-                    f"{COMPOSITE_RANGE[1]})")  # fmt: skip
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    low, high = COMPOSITE_RANGE
+    axis.set_ylabel(f"mean training composite ({low:g}–{high:g})")
     axis.set_title(title, fontsize=11, loc="left")
     axis.text(
         1.0, -0.22, "training scores only: judge the shortlist on held-out scenarios",
