@@ -37,5 +37,9 @@ def test_best_of_k_overstates_by_the_documented_amount_and_the_gate_holds_alpha(
     )
     assert upper <= ALPHA
     text = DOCS.read_text(encoding="utf-8")
-    row = f"| {scenarios} | {figures.training} | {figures.heldout} | +{overstated} | {naive} |"
+    gate = f"{100 * figures.heldout_rate:.1f} %"
+    row = (
+        f"| {scenarios} | {figures.training} | {figures.heldout} | +{overstated} | {naive} "
+        f"| {gate} |"
+    )
     assert row in text, f"docs/optimize.md should hold the row: {row}"
