@@ -149,3 +149,13 @@ class Heard:
 
     def skipped(self, skipped: Skipped) -> None:
         self.skips.append(skipped)
+
+
+def optimize_args(world: FakeOllama, uri: str, *extra: str) -> list[str]:
+    """A small optimization of v1 on the student's two scenarios (extra options last win)."""
+    return [
+        "optimize", "--from", "v1", "--model", f"ollama:{TASK}",
+        "--judge-model", f"ollama:{JUDGE}", "--reflection-model", f"ollama:{REFLECTION}",
+        "--budget", "10", "--train-scenarios", ",".join(TRAINING), "--minibatch", "2",
+        "--n-tips", "3", "--ollama-url", world.url, "--tracking-uri", uri, *extra,
+    ]  # fmt: skip

@@ -84,7 +84,17 @@ def __getattr__(name: str) -> Any:
     if (module := _LAZY.get(name)) is not None:
         import importlib
 
-        return getattr(importlib.import_module(f"tipbench.optimize.{module}"), name)
+        try:
+            loaded = importlib.import_module(f"tipbench.optimize.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != "gepa":
+                raise
+            from tipbench._errors import ConfigError
+
+            raise ConfigError(
+                "tipbench optimize needs the gepa package: pip install 'tipbench[optimize]'"
+            ) from exc
+        return getattr(loaded, name)
     raise AttributeError(f"module 'tipbench.optimize' has no attribute {name!r}")
 
 

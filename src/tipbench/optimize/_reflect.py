@@ -23,7 +23,7 @@ from tipbench.suite import Component, template_placeholders
 
 #: Sampling of the reflection model: some variety between proposals, seeded per iteration.
 REFLECTION_TEMPERATURE = 0.7
-REFLECTION_MAX_TOKENS = 768
+REFLECTION_MAX_TOKENS = 512  # a template is 100–300 tokens, its reasons a few lines
 #: The longest reasons kept with a proposal (its file, the registry, the panel).
 MAX_REASONS_CHARS = 1000
 

@@ -13,12 +13,10 @@ import pytest
 from support.cli import assert_one_line_error, tipbench
 from support.ollama_server import FakeOllama
 from support.scripted_world import (
-    JUDGE,
     MORNING,
     REFLECTION,
-    TASK,
     TOO_LARGE,
-    TRAINING,
+    optimize_args,
     reflection,
     said,
 )
@@ -26,16 +24,6 @@ from tipbench.suite import content_hash, load_suite
 
 V1 = load_suite().prompt("v1")
 P1 = f"v1-gepa-{content_hash([said(V1, 'system', MORNING), V1.user])[:8]}"
-
-
-def optimize_args(world: FakeOllama, uri: str, *extra: str) -> list[str]:
-    """A small optimization of v1 on the student's two scenarios (extra options last win)."""
-    return [
-        "optimize", "--from", "v1", "--model", f"ollama:{TASK}",
-        "--judge-model", f"ollama:{JUDGE}", "--reflection-model", f"ollama:{REFLECTION}",
-        "--budget", "10", "--train-scenarios", ",".join(TRAINING), "--minibatch", "2",
-        "--n-tips", "3", "--ollama-url", world.url, "--tracking-uri", uri, *extra,
-    ]  # fmt: skip
 
 
 def test_prints_the_split_lineage_skipped_proposal_and_shortlist(

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from test_cli import optimize_args
 
 from support.ollama_server import FakeOllama
 from support.scripted_world import (
@@ -29,6 +28,7 @@ from support.scripted_world import (
     MORNING,
     REFLECTION,
     TRAINING,
+    optimize_args,
     proposal,
     rule_reflection,
     said,
