@@ -44,6 +44,7 @@ def record(out: str) -> dict[str, Any]:
         sent = wire(f"{block['model']}#{len(block['requests'])}", request)
         if sent["stream"]:  # stopped where the answer was complete: that many tokens
             sent |= {"stream": False, "max_tokens": max(answer.completion_tokens, 1)}
+        sent["tokens"] = answer.completion_tokens  # what the replay should generate too
         block["requests"].append(sent)
         return answer
 

@@ -2,8 +2,9 @@
 """What does `tipbench optimize` cost on top of the generations and judgments it makes?
 
 One optimization (embedded model as the task model, the judge and the reflection model;
-v1 on N training scenarios; `--no-heldout`; a fresh tipbench home and SQLite store, so
-nothing comes from a cache) is timed against a bare loop of the same requests:
+v1 on N training scenarios (1), N tips per cell (1); `--no-heldout`; a fresh tipbench home
+and SQLite store, so nothing comes from a cache) is timed against a bare loop of the same
+requests:
 
   (o) `tipbench optimize`, run by `_optimize_recorded.py`, which records every request the
       embedded backend gets, in blocks (a model loaded, its requests, unloaded), and the
@@ -21,9 +22,10 @@ wall time between its recorded end and the one before (MLflow's metric timestamp
     python bench/optimize_cost.py [--budget N] [--train N] [--n-tips N] [--rounds K]
                                   [--quiet-wait SECONDS]
 
-Exit status: 0 if o/a ≤ 1.10 in the best round and every round spent its budget; 1
-otherwise. Smoke-run it with the defaults (one iteration); final figures come from an
-idle machine with more rounds (see bench/README.md).
+Exit status: 0 if o/a ≤ 1.10 in the best round, every round spent its budget and the bare
+loop generated the same tokens (within 2 %); 1 otherwise. Smoke-run it with the defaults
+(one iteration); final figures come from an idle machine with more rounds (see
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Round:
     loads: int
     iterations: list[tuple[int, int, float]]  # (iteration, evaluations made, wall s)
     spent: int
+    tokens: int  # completion tokens the optimizer's requests got
+    replayed_tokens: int  # and the bare loop's: the same generations if equal
 
 
 def optimize_args(args: argparse.Namespace, uri: str) -> list[str]:
@@ -105,23 +109,25 @@ def one_round(args: argparse.Namespace, home: Path, workdir: Path, meter: CpuMet
         raise SystemExit(f"tipbench optimize failed:\n{optimized.text()[-3000:]}")
     log = json.loads(blocks.read_text())
     meter.wait_quiet(args.quiet_wait)
-    baseline = run_timed(
-        [sys.executable, str(HERE / "_baseline_blocks.py"), str(blocks)], env, meter
-    )
+    replayed = workdir / "replayed.json"
+    bare = [sys.executable, str(HERE / "_baseline_blocks.py"), str(blocks), str(replayed)]
+    baseline = run_timed(bare, env, meter)
     if baseline.returncode != 0:
         raise SystemExit(f"the baseline failed:\n{baseline.text()[-3000:]}")
     rows, spent = iterations(uri)
+    tokens = json.loads(replayed.read_text())
     return Round(
         optimized.seconds, baseline.seconds, log["inside_s"],
         sum(len(b["requests"]) for b in log["blocks"]), len(log["blocks"]), rows, spent,
+        tokens["recorded_tokens"], tokens["tokens"],
     )  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=int, default=0, help="[default: one iteration]")
-    parser.add_argument("--train", type=int, default=2, choices=(1, 2, 3, 4))
-    parser.add_argument("--n-tips", type=int, default=2)
+    parser.add_argument("--train", type=int, default=1, choices=(1, 2, 3, 4))
+    parser.add_argument("--n-tips", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--quiet-wait", type=float, default=60.0)
     args = parser.parse_args()
@@ -139,7 +145,8 @@ def main() -> None:
             print(f"round {number}: optimize {found.optimize_s:.1f} s, bare loop "
                   f"{found.baseline_s:.1f} s, o/a {found.optimize_s / found.baseline_s:.3f}, "
                   f"o/inside {found.optimize_s / found.inside_s:.3f} ({found.requests} requests "
-                  f"in {found.loads} loads, {found.spent} evaluations)", flush=True)  # fmt: skip
+                  f"in {found.loads} loads, {found.spent} evaluations; tokens {found.tokens} vs "
+                  f"replayed {found.replayed_tokens})", flush=True)  # fmt: skip
     best = min(rounds, key=lambda r: r.optimize_s)
     print("iteration  evaluations  wall s   (best round)")
     for iteration, made, seconds in best.iterations:
@@ -149,7 +156,9 @@ def main() -> None:
     ratio = best_ratio(a, o)
     print(f"o/a best rounds {ratio:.3f} (target ≤ {TARGET:.2f}); per round {spread(a, o)}")
     print(f"o/inside best round {best.optimize_s / best.inside_s:.3f}")
-    ok = ratio <= TARGET and all(r.spent >= args.budget for r in rounds)
+    same = all(abs(r.tokens - r.replayed_tokens) <= 0.02 * r.tokens for r in rounds)
+    print(f"the bare loop generated the same tokens (±2 %): {'yes' if same else 'NO'}")
+    ok = ratio <= TARGET and same and all(r.spent >= args.budget for r in rounds)
     sys.exit(0 if ok else 1)
 
 

@@ -225,8 +225,8 @@ def optimize(
             adapter, training, budget=config.budget, minibatch=config.minibatch,
             seed=config.seed, run_dir=str(run_dir), events=events,
         )  # fmt: skip
-    except BaseException:
-        record.close("KILLED")
+    except BaseException as exc:  # Ctrl-C: KILLED, resumable; an error: FAILED
+        record.close("FAILED" if isinstance(exc, Exception) else "KILLED")
         raise
     final = events.summaries[-1]
     chosen = shortlist(final, start.version, config.shortlist)
