@@ -1,8 +1,9 @@
 """`tipbench optimize` on the bundled embedded model (SmolLM2-135M through llama.cpp) as task
 model, judge and reflection model: the mechanics end to end on real models, kept short (one
-training scenario, one tip, a budget of two iterations, no held-out grid; the held-out grid
-is the scripted tests'). The 135M model rarely writes a usable template: whether its
-reflections become proposals or skipped proposals, each one is counted and shown."""
+training scenario, one tip, a budget of one iteration: 4 evaluations, no held-out grid; the
+held-out grid is the scripted tests'). The 135M model rarely writes a usable template:
+whether its reflections become proposals or skipped proposals, each one is counted and
+shown. About two minutes on an idle machine."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from support.cli import tipbench
 from tipbench.optimize import BEST_METRIC, KIND_OPTIMIZATION
 from tipbench.tracking import KIND_TAG, TrackingStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a loaded machine takes long
 
 
 def test_the_bundled_model_optimizes_v1_end_to_end(sqlite_uri: str) -> None:
     done = tipbench(
-        "optimize", "--from", "v1", "--model", "llamacpp:smollm2-135m", "--budget", "6",
+        "optimize", "--from", "v1", "--model", "llamacpp:smollm2-135m", "--budget", "4",
         "--train-scenarios", "student-morning", "--minibatch", "1", "--n-tips", "1",
-        "--no-heldout", "--tracking-uri", sqlite_uri,
+        "--no-heldout", "--tracking-uri", sqlite_uri, timeout=1700,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
@@ -30,7 +31,7 @@ def test_the_bundled_model_optimizes_v1_end_to_end(sqlite_uri: str) -> None:
     found = re.search(r"(\d+) evaluations, (\d+) iterations?, (\d+) proposals?, (\d+) skipped", out)
     assert found is not None, out
     evaluations, iterations, proposals, skipped = map(int, found.groups())
-    assert evaluations >= 6 and iterations >= 1
+    assert evaluations >= 4 and iterations >= 1
     assert proposals + skipped == iterations  # one reflection per iteration, each counted
     store = TrackingStore(sqlite_uri)
     experiment = store.experiment_id("tip-bench-optimize")
