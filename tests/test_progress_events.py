@@ -49,7 +49,7 @@ def test_a_file_gets_one_private_line_per_event_that_reads_back(tmp_path: Path) 
         ('{"v":2,"event":"phase","phase":"collect"}', "format v2"),
         ('{"event":"phase","phase":"collect"}', "format vNone"),
         ('{"v":1,"event":"progress","done":3}', "does not match any of the expected tags"),
-        ('{"v":1,"event":"total","unit":"runs","total":3,"done":0}', "'cells' or 'candidates'"),
+        ('{"v":1,"event":"total","unit":"runs","total":3,"done":0}', "'cells', 'candidates' or"),
         ("[1/3] m|v1|s ok", "not a progress event"),
     ],
 )

@@ -38,8 +38,8 @@ EVENTS_VARIABLE = "TIPBENCH_PROGRESS_EVENTS"
 #: The format's version; a reader refuses events of another.
 FORMAT_VERSION: Final = 1
 
-Phase = Literal["collect", "judge", "export", "compare", "report"]
-Unit = Literal["cells", "candidates"]
+Phase = Literal["optimize", "collect", "judge", "export", "compare", "report"]
+Unit = Literal["cells", "candidates", "evaluations"]
 
 # The events are frozen dataclasses, validated by pydantic when read: pydantic is imported
 # by readers only, as every command imports this module and few write events.

@@ -110,7 +110,8 @@ class JobCreated(BaseModel):
 
 
 class JobStatus(BaseModel):
-    """A job and how far it is. `cells_*` count grid cells (collect); `judged` and
+    """A job and how far it is. `cells_*` count grid cells (collect; an optimization's
+    evaluations while it proposes); `judged` and
     `judge_total` count candidates (automatic judge). A job on Airflow has its DAG run
     (`dag_run_id`, `airflow_url`: its page in Airflow's UI), its mapped collect tasks done
     (`models_done` of `models_total`) and the task running now as `phase`."""

@@ -116,7 +116,7 @@ def progress_after(progress: Progress, event: ProgressEvent) -> Progress:
     if isinstance(event, PhaseStarted):
         return replace(progress, phase=event.phase)
     if isinstance(event, TotalKnown | StepDone):
-        if event.unit == "cells":
+        if event.unit in ("cells", "evaluations"):  # an optimization's steps are its budget
             return replace(progress, cells_done=event.done, cells_total=event.total)
         return replace(progress, judged=event.done, judge_total=event.total)
     return progress

@@ -1,7 +1,8 @@
 """Pipeline jobs and their state, in an embedded SQLite database.
 
-A job is one `tipbench run` with a validated `RunRequest`, or one `tipbench policy simulate`
-with a `SimulationJobRequest` (its config has `kind: policy-simulation`). Its life:
+A job is one `tipbench run` with a validated `RunRequest`, one `tipbench policy simulate`
+with a `SimulationJobRequest` (its config has `kind: policy-simulation`), or one `tipbench
+optimize` with an `OptimizationJobRequest` (`kind: optimization`). Its life:
 
     queued ──▶ running ──▶ succeeded | failed | cancelled | interrupted
       │                                  │          │            │
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from tipbench._errors import TipbenchError
+from tipbench.admin._optimize_jobs import OPTIMIZATION_JOB, OptimizationJobRequest
 from tipbench.admin._policy_jobs import SIMULATION_JOB, SimulationJobRequest
 from tipbench.pipeline import RunRequest
 from tipbench.tracking import private_dir
@@ -65,13 +67,15 @@ _ADDED_COLUMNS = {
 }
 
 
-JobRequest = RunRequest | SimulationJobRequest
+JobRequest = RunRequest | SimulationJobRequest | OptimizationJobRequest
 
 
 def job_request(config: dict[str, Any]) -> JobRequest:
     """A stored job's request, by its kind (raises pydantic's ValidationError if invalid)."""
     if config.get("kind") == SIMULATION_JOB:
         return SimulationJobRequest.model_validate(config)
+    if config.get("kind") == OPTIMIZATION_JOB:
+        return OptimizationJobRequest.model_validate(config)
     return RunRequest.model_validate(config)
 
 

@@ -53,6 +53,12 @@ def grid_options(command: F) -> F:
             show_default=True,
             help="Use the first N scenarios (0 = all).",
         ),
+        click.option(
+            "--scenarios",
+            default="",
+            help="Comma-separated scenario ids, instead of the first N (e.g. an "
+            "optimization's held-out scenarios).",
+        ),
         click.option("--temperature", type=float, default=0.7, show_default=True),
         click.option("--seed", type=int, default=42, show_default=True),
         options.max_model_b,

@@ -280,6 +280,7 @@ def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
         "prompts": ",".join(config.prompts),
         "n_tips": str(config.n_tips),
         "n_scenarios": str(config.n_scenarios),
+        **({"scenarios": ",".join(config.scenarios)} if config.scenarios else {}),
         "temperature": str(config.temperature),
         "seed": str(config.seed),
         "max_model_b": str(config.max_model_b),

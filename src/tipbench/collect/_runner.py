@@ -54,7 +54,7 @@ def collect(
     progress = progress or SilentProgress()
     suite = load_suite(config.suite)
     prompts = [suite.prompt(version) for version in config.prompts]
-    scenarios = suite.select_scenarios(config.n_scenarios)
+    scenarios = suite.select_scenarios(config.n_scenarios, config.scenarios)
     # a new experiment holds no cell yet: generation need not wait for the store
     ahead = experiment_is_new(tracking_uri, config.experiment)
     progress.note("opening the tracking store")

@@ -26,15 +26,34 @@ from tipbench.suite._rubric import (
     Rubric,
     composite,
 )
-from tipbench.suite._scenario import Message, PromptVersion, Scenario, content_hash
-from tipbench.suite._suite import DEFAULT_SUITE, Suite, bundled_suite_path, load_suite
+from tipbench.suite._scenario import (
+    COMPONENTS,
+    PLACEHOLDERS,
+    Component,
+    Message,
+    PromptVersion,
+    Proposal,
+    Scenario,
+    content_hash,
+    template_placeholders,
+)
+from tipbench.suite._suite import (
+    DEFAULT_SUITE,
+    Suite,
+    bundled_suite_path,
+    load_suite,
+    working_copy_path,
+)
+from tipbench.suite._writing import prompt_file, write_prompt_version
 
 __all__ = [
+    "COMPONENTS",
     "COMPOSITE_RANGE",
     "CRITERIA",
     "DEFAULT_SUITE",
     "FLAGS",
     "MIN_CALIBRATION_TIPS",
+    "PLACEHOLDERS",
     "POPULATION_FILE",
     "SCORE_NAMES",
     "CalibrationSet",
@@ -42,6 +61,7 @@ __all__ = [
     "Catalogue",
     "CatalogueTip",
     "Category",
+    "Component",
     "Criterion",
     "Effects",
     "Flag",
@@ -50,6 +70,7 @@ __all__ = [
     "PersonaProfile",
     "Population",
     "PromptVersion",
+    "Proposal",
     "Response",
     "Rubric",
     "Scenario",
@@ -60,4 +81,8 @@ __all__ = [
     "content_hash",
     "load_calibration",
     "load_suite",
+    "prompt_file",
+    "template_placeholders",
+    "working_copy_path",
+    "write_prompt_version",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -45,13 +45,27 @@ class ScenariosFile(_Strict):
     personas: list[PersonaFile] = Field(min_length=1)
 
 
+class ProposalFile(_Strict):
+    """A proposed version's lineage: its parent, the optimization and iteration that
+    proposed it, which part was rewritten, the reflection's reasons, its training scores."""
+
+    parent: Identifier
+    optimization: Identifier
+    iteration: int = Field(ge=0)
+    component: Literal["system", "user"]
+    reasons: str = ""
+    training_scores: dict[Identifier, float] = Field(default_factory=dict)
+
+
 class PromptFile(_Strict):
-    """`prompts/<version>.yaml`: one prompt version, a system and a user template."""
+    """`prompts/<version>.yaml`: one prompt version, a system and a user template (and, for
+    a version `tipbench optimize` proposed, its `proposal`)."""
 
     version: Identifier
     description: Text
     system: Text
     user: Text
+    proposal: ProposalFile | None = None
 
 
 class LevelExample(_Strict):

@@ -193,3 +193,28 @@ def human_feedback(
             assessment.assessment_id or "",
         )
     return list(latest.values())
+
+
+def human_comments(client: MlflowClient, trace_id: str, candidate_count: int) -> dict[str, str]:
+    """What people wrote about a cell's candidates in MLflow: the rationales of the valid
+    HUMAN feedback on each candidate's span of the trace, joined per candidate (the comments
+    `tipbench optimize` shows its reflection model). Best effort: empty if the trace cannot
+    be read."""
+    from mlflow.entities import Feedback
+
+    try:
+        info = tracing_client(client).get_trace_info(trace_id)
+    except Exception:  # a missing or unreadable trace has no comments to give
+        return {}
+    comments: dict[str, list[str]] = {}
+    for assessment in sorted(info.assessments, key=lambda a: a.create_time_ms or 0):
+        if not isinstance(assessment, Feedback) or assessment.valid is False:
+            continue
+        if assessment.source.source_type != HUMAN or not assessment.rationale:
+            continue
+        cid = (assessment.metadata or {}).get(CANDIDATE_KEY) or candidate_of_span(
+            info.trace_id, assessment.span_id, candidate_count
+        )
+        if cid is not None and assessment.rationale not in comments.get(cid, []):
+            comments.setdefault(cid, []).append(assessment.rationale)
+    return {cid: " / ".join(texts) for cid, texts in comments.items()}
