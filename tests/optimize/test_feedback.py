@@ -64,7 +64,7 @@ def test_the_reflection_reads_judge_scores_rule_flags_and_a_persons_scores_and_c
         give(sqlite_uri, run_id, candidate, "relevance", 1, COMMENT if candidate == "c1" else "")
         give(sqlite_uri, run_id, candidate, "actionability", 2)
         give(sqlite_uri, run_id, candidate, "tone", 4)
-    assert apply_mlflow_feedback(store, config.experiment).applied == 1
+    assert apply_mlflow_feedback(store, config.experiment, humans=("ann",)).applied == 1
     world.script(REFLECTION, [reflection(said(V1, "system", MORNING))])
 
     optimize(config, tracking_uri=sqlite_uri, progress=Heard())
