@@ -12,6 +12,7 @@ from tipbench.judge._agreement import (
     krippendorff_alpha_ordinal,
     quadratic_weighted_kappa,
 )
+from tipbench.judge._agreement_notes import FIGURE_SCALES, constant_side_note
 from tipbench.judge._auto import (
     DEFAULT_JUDGE_MODEL,
     AutoJudgeConfig,
@@ -64,7 +65,13 @@ from tipbench.judge._human import (
 )
 from tipbench.judge._mlflow_feedback import SOURCE_MLFLOW, apply_mlflow_feedback, feedback_drafts
 from tipbench.judge._record import record_draft, record_scores
-from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
+from tipbench.judge._tiers import (
+    ScoredPair,
+    agreement_notes,
+    export_disagreements,
+    scored_pairs,
+    tier_agreement,
+)
 from tipbench.judge._versions import StaleRun, changed_since
 from tipbench.tracking import TIERS, Scores, Tier, decode_scores, metric_name
 
@@ -72,6 +79,7 @@ __all__ = [
     "CALIBRATION_EXPERIMENT",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_MIN_KAPPA",
+    "FIGURE_SCALES",
     "FLAGS_NOTE",
     "SCHEMA_VERSION",
     "SOURCE_MLFLOW",
@@ -97,6 +105,7 @@ __all__ = [
     "StaleRun",
     "Tier",
     "agreement",
+    "agreement_notes",
     "apply_judge_file",
     "apply_judgements",
     "apply_mlflow_feedback",
@@ -106,6 +115,7 @@ __all__ = [
     "calibration_figures",
     "changed_since",
     "constant_score_warnings",
+    "constant_side_note",
     "decode_scores",
     "default_judge",
     "export_disagreements",

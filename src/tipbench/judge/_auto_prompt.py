@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tipbench.suite import CRITERIA, FLAGS, SCORE_NAMES, Message
+from tipbench.suite import SCORE_NAMES, Message, levels
 from tipbench.tracking import Scores
 
-#: The answer's range per score: 1–5 for the criteria, 0/1 for the flags.
-SCORE_RANGES: dict[str, tuple[int, ...]] = {name: (1, 2, 3, 4, 5) for name in CRITERIA} | {
-    name: (0, 1) for name in FLAGS
-}
+#: The answer's range per score: 1–5 for the criteria, 0/1 for the flags (the rubric's).
+SCORE_RANGES: dict[str, tuple[int, ...]] = {name: levels(name) for name in SCORE_NAMES}
 
 _ANSWER_FORMAT = """\
 # Your task

@@ -31,6 +31,7 @@ from tipbench.backends import (
     resident,
 )
 from tipbench.judge._agreement import quadratic_weighted_kappa
+from tipbench.judge._agreement_notes import FIGURE_SCALES, Side, constant_side_note
 from tipbench.judge._auto import (
     JUDGE_N_CTX,
     AutoJudgeProgress,
@@ -38,7 +39,7 @@ from tipbench.judge._auto import (
     RawAnswer,
 )
 from tipbench.judge._candidates import CellCandidates
-from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, load_suite
+from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, levels, load_suite
 from tipbench.tracking import RecordedCandidate, Scores
 
 #: The κ every 1-5 criterion needs for the automatic tier to count (substantial agreement).
@@ -53,7 +54,8 @@ FLAGS_NOTE = (
 
 
 def labels_of(name: str) -> tuple[int, ...]:
-    return (1, 2, 3, 4, 5) if name in CRITERIA else (0, 1)
+    """The valid scores of a criterion or flag, in ordinal order (the rubric's)."""
+    return levels(name)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,26 @@ class CriterionFigures:
     within_1: float
     labels: tuple[int, ...]
     confusion: tuple[tuple[int, ...], ...]  # [agreed][judged], in `labels` order
+
+    def sides(self) -> tuple[list[int], list[int]]:
+        """The agreed and the judged scores as counted in `confusion` (in label order)."""
+        agreed = [
+            label
+            for label, row in zip(self.labels, self.confusion, strict=True)
+            for _ in range(sum(row))
+        ]
+        judged = [
+            label
+            for j, label in enumerate(self.labels)
+            for _ in range(sum(row[j] for row in self.confusion))
+        ]
+        return agreed, judged
+
+    def note(self) -> str | None:
+        """Why κ and exact agreement disagree, when a side gave every tip the same score."""
+        agreed, judged = self.sides()
+        sides = Side("the agreed scores", agreed), Side("the judge", judged)
+        return constant_side_note(self.name, *sides, self.kappa, self.exact, items="tip")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +151,10 @@ class Calibration:
     def passes(self, min_kappa: float = DEFAULT_MIN_KAPPA) -> bool:
         return passes(self.kappas(), self.answered, self.tips, min_kappa)
 
+    def notes(self) -> list[str]:
+        """Per counted criterion, why κ reads as it does where a side is constant."""
+        return [note for name in CRITERIA if (note := self.figures[name].note()) is not None]
+
     def to_dict(self, min_kappa: float = DEFAULT_MIN_KAPPA) -> dict[str, Any]:
         return {
             "judge_model": self.judge_model,
@@ -140,6 +166,8 @@ class Calibration:
             "calibrated": self.passes(min_kappa),
             "criteria": {name: f.to_dict() for name, f in self.figures.items()},
             "counted": list(CRITERIA),
+            "scale": {"scores": {n: list(levels(n)) for n in SCORE_NAMES}, **FIGURE_SCALES},
+            "notes": self.notes(),
             "flags_note": FLAGS_NOTE,
             "failed": [{"tip": tip, "error": error} for tip, error in self.failed],
         }

@@ -18,13 +18,19 @@ from tipbench.suite._population import (
 from tipbench.suite._rubric import (
     COMPOSITE_RANGE,
     CRITERIA,
+    CRITERION_LEVELS,
+    FLAG_LEVELS,
     FLAGS,
     SCORE_NAMES,
     Criterion,
     Flag,
     Level,
     Rubric,
+    Scale,
     composite,
+    levels,
+    levels_text,
+    mean_scale,
 )
 from tipbench.suite._scenario import Message, PromptVersion, Scenario, content_hash
 from tipbench.suite._suite import DEFAULT_SUITE, Suite, bundled_suite_path, load_suite
@@ -32,8 +38,10 @@ from tipbench.suite._suite import DEFAULT_SUITE, Suite, bundled_suite_path, load
 __all__ = [
     "COMPOSITE_RANGE",
     "CRITERIA",
+    "CRITERION_LEVELS",
     "DEFAULT_SUITE",
     "FLAGS",
+    "FLAG_LEVELS",
     "MIN_CALIBRATION_TIPS",
     "POPULATION_FILE",
     "SCORE_NAMES",
@@ -52,12 +60,16 @@ __all__ = [
     "PromptVersion",
     "Response",
     "Rubric",
+    "Scale",
     "Scenario",
     "SimulatedPersona",
     "Suite",
     "bundled_suite_path",
     "composite",
     "content_hash",
+    "levels",
+    "levels_text",
     "load_calibration",
     "load_suite",
+    "mean_scale",
 ]

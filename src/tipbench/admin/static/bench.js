@@ -141,7 +141,10 @@
     const head = el(
       "tr",
       {},
-      view.columns.map((c) => el("th", { scope: "col", class: c.numeric ? "num" : null }, c.heading)),
+      // each mean says what it runs over (composite 2–17, criteria 1–5, flags as shares)
+      view.columns.map((c) =>
+        el("th", { scope: "col", class: c.numeric ? "num" : null }, c.heading, c.scale ? el("span", { class: "scale" }, c.scale) : null),
+      ),
     );
     const rows = view.rows.map((row) =>
       el(
