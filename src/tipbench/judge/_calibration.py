@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tipbench._errors import ConfigError
@@ -39,7 +39,15 @@ from tipbench.judge._auto import (
     RawAnswer,
 )
 from tipbench.judge._candidates import CellCandidates
-from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, levels, load_suite
+from tipbench.suite import (
+    CRITERIA,
+    FLAGS,
+    SCORE_NAMES,
+    CalibrationSet,
+    Suite,
+    levels,
+    load_suite,
+)
 from tipbench.tracking import RecordedCandidate, Scores
 
 #: The κ every 1-5 criterion needs for the automatic tier to count (substantial agreement).
@@ -47,7 +55,8 @@ DEFAULT_MIN_KAPPA = 0.6
 #: Share of the calibration tips a judge must answer with valid scores.
 MIN_ANSWERED = 0.9
 FLAGS_NOTE = (
-    "format_ok and overlong are the judge's own answers, for information: the automatic tier "
+    "format_ok and overlong are the judge's own answers, for information, where it gives them "
+    "(under the score schema its answer ends after the criteria: none): the automatic tier "
     "records the rules' flags (only a human overrides them), and they do not count for "
     "calibration"
 )
@@ -222,9 +231,13 @@ def calibrate(
     cells = _cells(loaded, calibration_set)
     progress.begin(len(cells), 0)
     judged: dict[str, Scores] = {}
+    own_flags: dict[str, tuple[int, int]] = {}
     answers: dict[str, tuple[RawAnswer, ...]] = {}
     failed: list[tuple[str, str]] = []
+    progress.loading(str(spec), True)
     with resident(backend, retry, progress.note):
+        judge.warm()
+        progress.loading(str(spec), False)
         for cell in cells:
             tip_id = cell.run_id
             verdict = judge.cell(tip_id, cell)
@@ -233,6 +246,7 @@ def calibrate(
                 failed.append((tip_id, verdict.error))
             else:
                 judged[tip_id] = verdict.scores[tip_id]
+                own_flags.update(verdict.own_flags)
     agreed = {tip.id: Scores(**tip.scores) for tip in calibration_set.tips}
     order = [tip.id for tip in calibration_set.tips if tip.id in judged]
     return Calibration(
@@ -241,11 +255,26 @@ def calibrate(
         calibration_hash=calibration_set.hash,
         tips=len(calibration_set.tips),
         answered=len(judged),
-        figures=calibration_figures([agreed[t] for t in order], [judged[t] for t in order]),
+        figures=_figures(order, agreed, judged, own_flags),
         failed=tuple(failed),
         answers=answers,
         judged=judged,
     )
+
+
+def _figures(
+    order: list[str],
+    agreed: Mapping[str, Scores],
+    judged: Mapping[str, Scores],
+    own_flags: Mapping[str, tuple[int, int]],
+) -> dict[str, CriterionFigures]:
+    """The criteria over every tip answered; the flags over the tips whose judge gave its
+    own (under the score schema it gives none: its answer ends after the criteria)."""
+    figures = calibration_figures([agreed[t] for t in order], [judged[t] for t in order])
+    flagged = [t for t in order if t in own_flags]
+    own = [replace(judged[t], format_ok=own_flags[t][0], overlong=own_flags[t][1]) for t in flagged]
+    flag_figures = calibration_figures([agreed[t] for t in flagged], own)
+    return figures | {name: flag_figures[name] for name in FLAGS}
 
 
 def _cells(suite: Suite, calibration_set: CalibrationSet) -> list[CellCandidates]:

@@ -326,6 +326,13 @@
     }
     $("job-judge-line").hidden = !job.judge_total;
     meter($("job-judge-progress"), $("job-judged"), job.judged, job.judge_total, "candidates judged", finished);
+    // Before its first candidate the judge loads its model and reads the rubric: say so,
+    // rather than "0 of N candidates judged" for as long as that takes.
+    const loading = Boolean(job.judge_loading) && ACTIVE.has(job.state);
+    if (loading) $("job-judged").textContent = "loading the judge model…";
+    $("job-judged").title = loading ? job.judge_loading : "";
+    $("job-judge-progress").toggleAttribute("data-loading", loading);
+    if (loading) $("job-judge-progress").removeAttribute("value");  // indeterminate
     show($("job-error"), job.error || "");
     $("job-cancel").hidden = !job.cancellable;
     $("job-resume").hidden = !job.resumable;
