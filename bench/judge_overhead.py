@@ -333,6 +333,7 @@ def main() -> int:
         help="seconds to wait for other processes to go idle before each timed run",
     )
     args = parser.parse_args()
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # reading (b)'s answers
     with tempfile.TemporaryDirectory(prefix="tipbench-judge-bench-") as tmp:
         setup = prepare(args, Path(tmp))
         meter = CpuMeter(-1)  # no server: a local store

@@ -13,6 +13,7 @@ from tipbench.judge._export import (
     ExportResult,
     carry_over,
     exported,
+    item_numbers,
     judge_file_for,
     kept_identity,
     previous_judge_file,
@@ -95,9 +96,13 @@ def export_disagreements(
     runs = [pairs_of[0].run for pairs_of in by_run.values()]
     cells = fetch_candidates(store, runs)
     seed, export_id = kept_identity(previous, reveal, seed)
-    judge_file = judge_file_for(
-        store, experiment, runs, cells, reveal=reveal, seed=seed, export_id=export_id
+    numbers = item_numbers(
+        experiment, store.cell_runs(store.experiment_id(experiment), judgeable=True)
     )
+    judge_file = judge_file_for(
+        store, experiment, runs, cells, reveal=reveal, seed=seed, export_id=export_id,
+        numbers=numbers,
+    )  # fmt: skip
     for item in judge_file.items:
         wanted = {p.candidate_id: p for p in by_run[item.run_id]}
         item.candidates = [c for c in item.candidates if c.id in wanted]

@@ -152,11 +152,19 @@
         { "data-standing": row.standing },  // the leaderboard's class of the row, as given
         row.cells.map((text, i) => {
           const column = view.columns[i];
-          return el("td", { class: column.numeric ? "num" : null }, column.strong ? el("strong", {}, text) : text);
+          const content = column.strong ? el("strong", {}, text) : withInterval(text);
+          return el("td", { class: column.numeric ? "num" : "name" }, content);
         }),
       ),
     );
     return el("table", { class: "leaderboard-table" }, el("thead", {}, head), el("tbody", {}, rows));
+  }
+
+  // "−1.20 [−2.10, −0.30]": the interval may go under the value, but never breaks itself.
+  function withInterval(text) {
+    const parts = /^(.*\S) (\[[^\]]*\])$/.exec(text);
+    if (!parts) return /^\[.*\]$/.test(text) ? el("span", { class: "interval" }, text) : text;
+    return [parts[1], " ", el("span", { class: "interval" }, parts[2])];
   }
 
   // Horizontal bars of the mean composite from the rubric's floor, whiskers for the
