@@ -177,10 +177,17 @@
     return node;
   }
 
+  const CHAR_WIDTH = 7.2;  // about one character of the chart's 13 px labels
+  function shortened(text, room) {
+    if (text.length <= room) return text;
+    const head = Math.ceil((room - 1) / 2);
+    return `${text.slice(0, head)}…${text.slice(text.length - (room - 1 - head))}`;
+  }
+
   function renderChart(view) {
     const bars = view.rows.map((row) => row.bar);
     const { title, axis, low, high } = view.chart;
-    const labelWidth = Math.min(360, Math.max(140, 7.2 * Math.max(...bars.map((b) => b.label.length))));
+    const labelWidth = Math.min(360, Math.max(140, CHAR_WIDTH * Math.max(...bars.map((b) => b.label.length))));
     const width = 900;
     const rowHeight = 30;
     const top = 8;
@@ -215,9 +222,15 @@
     );
     bars.forEach((bar, i) => {
       const mid = top + i * rowHeight + rowHeight / 2;
-      chart.append(
-        svg("text", { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: bar.muted ? "#8c959f" : "#1f2328" }, bar.label),
+      // A label too long for its room loses its middle (rank and model start, prompt end
+      // stay), never its start off the chart's left edge; the whole label is its tooltip.
+      const label = svg(
+        "text",
+        { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: bar.muted ? "#8c959f" : "#1f2328" },
+        shortened(bar.label, Math.floor(labelWidth / CHAR_WIDTH)),
+        svg("title", {}, bar.label),
       );
+      chart.append(label);
       if (bar.value === null) return;
       const rect = svg("rect", {
         x: plotLeft,
