@@ -12,7 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from support.cells import record_cells
 from support.cli import tipbench
-from tipbench.judge import Scores, agreement, constant_side_note
+from tipbench.judge import Scores, agreement, calibration_figures, constant_side_note
 from tipbench.judge._agreement_notes import Side, same_rules_note
 from tipbench.judge._record import record_scores
 from tipbench.suite import CRITERION_LEVELS, FLAG_LEVELS
@@ -121,3 +121,20 @@ def test_judge_agreement_says_the_scales_and_explains_kappa_beside_exact(
     assert document["scale"]["exact"]["unit"] == "share"
     assert len(document["notes"]) == 3
     assert document["notes"][0].startswith("relevance: the automatic judge gave every candidate")
+
+
+def test_calibration_notes_a_judge_that_gives_every_tip_one_score() -> None:
+    """The bundled judge answered 1 to every calibration tip: κ 0.00 beside the exact
+    agreement of the tips whose agreed score is 1, and the calibration says why."""
+    agreed = [Scores(level, 3, 3, 1, 0) for level in (1, 1, 2, 3, 4, 5)]
+    judged = [Scores(1, 3, 3, 1, 0)] * 6
+    figures = calibration_figures(agreed, judged)
+    note = figures["relevance"].note()
+    assert figures["relevance"].kappa == 0.0
+    assert note == (
+        "relevance: the judge gave every tip 1, so κ is 0.00 whatever the agreed scores gave "
+        "(a constant score ranks nothing); the 33% exact agreement is how often the agreed "
+        "scores gave 1 too"
+    )
+    assert figures["actionability"].note() is not None  # both sides 3 everywhere
+    assert figures["tone"].kappa == 1.0
