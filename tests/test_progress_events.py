@@ -11,6 +11,7 @@ import pytest
 from tipbench._progress_events import (
     ErrorReported,
     Finished,
+    ModelLoading,
     PhaseStarted,
     ProgressEvent,
     ProgressEventError,
@@ -26,6 +27,7 @@ EVERY_KIND: list[ProgressEvent] = [
     TotalKnown(unit="candidates", total=12, done=4),
     StepDone(unit="candidates", done=5, total=12, item="m|v1|student-morning c1"),
     StepDone(unit="cells", done=1, total=3, item="m|v1|s", error="out of memory: ünïcode"),
+    ModelLoading(unit="candidates", model="llamacpp:smollm2-135m", loading=True),
     ErrorReported(message="error: ollama:x: cannot reach Ollama at http://h:9"),
     Finished(exit_code=130),
 ]

@@ -64,6 +64,7 @@ _ADDED_COLUMNS = {
     "remote_url": "TEXT",
     "models_done": "INTEGER NOT NULL DEFAULT 0",
     "models_total": "INTEGER NOT NULL DEFAULT 0",
+    "judge_loading": "TEXT",  # the judge model while it loads, before its first candidate
 }
 
 
@@ -103,6 +104,7 @@ class Progress:
     judge_total: int = 0
     models_done: int = 0
     models_total: int = 0
+    judge_loading: str | None = None  # the judge model while it loads (and reads the rubric)
 
 
 @dataclass(frozen=True)
@@ -262,8 +264,8 @@ class JobStore:
         return self._update(
             job_id,
             "state = 'running', started_at = ?, finished_at = NULL, attempts = attempts + 1, "
-            "phase = NULL, cells_done = 0, judged = 0, judge_total = 0, error = NULL, "
-            "exit_code = NULL",
+            "phase = NULL, cells_done = 0, judged = 0, judge_total = 0, judge_loading = NULL, "
+            "error = NULL, exit_code = NULL",
             now(),
             states=frozenset({"queued"}),
         )
@@ -275,7 +277,7 @@ class JobStore:
         self._update(
             job_id,
             "phase = ?, cells_done = ?, cells_total = ?, judged = ?, judge_total = ?, "
-            "models_done = ?, models_total = ?",
+            "models_done = ?, models_total = ?, judge_loading = ?",
             progress.phase,
             progress.cells_done,
             progress.cells_total,
@@ -283,6 +285,7 @@ class JobStore:
             progress.judge_total,
             progress.models_done,
             progress.models_total,
+            progress.judge_loading,
             states=frozenset({"running"}),
         )
 
@@ -342,6 +345,7 @@ def _job(row: sqlite3.Row) -> Job:
             row["judge_total"],
             row["models_done"],
             row["models_total"],
+            row["judge_loading"],
         ),
         error=row["error"],
         exit_code=row["exit_code"],

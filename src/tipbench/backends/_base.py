@@ -122,6 +122,12 @@ class Backend(ABC):
     def generate(self, request: GenerationRequest) -> Generation:
         """Answer one request with the loaded model."""
 
+    def warm(self, request: GenerationRequest) -> None:
+        """Evaluate `request`'s prompt now, where the backend keeps it for the requests that
+        begin the same way (a prefix cache); a backend without one does nothing. Its answer
+        is not used: what later requests are answered does not depend on it."""
+        return None  # no prefix cache to fill
+
     def __enter__(self) -> Backend:
         self.load()
         return self

@@ -150,6 +150,23 @@ class LlamaCppBackend(Backend):
             structured=request.constraint != "none",
         )
 
+    def warm(self, request: GenerationRequest) -> None:
+        """Evaluate the request's prompt (and sample its one token): llama-cpp-python keeps
+        the evaluated tokens, and a later request evaluates only what follows the longest
+        prefix it shares with them."""
+        if self._llm is None:
+            raise RuntimeError("warm() before load()")
+        try:
+            self._llm.create_chat_completion(
+                messages=request.chat_messages(),
+                temperature=request.temperature,
+                seed=request.seed,
+                repeat_penalty=request.repeat_penalty,
+                max_tokens=request.max_tokens,
+            )
+        except ValueError as exc:
+            raise GenerationFailed(f"llama.cpp: {exc}") from None
+
     def _generate_until_complete(
         self, request: GenerationRequest, complete: Callable[[str], bool]
     ) -> Generation:

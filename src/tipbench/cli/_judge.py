@@ -19,10 +19,12 @@ from tipbench.cli._judge_auto import auto_command
 from tipbench.cli._judge_calibrate import calibrate_command
 from tipbench.compare import ORDERS, Order
 from tipbench.judge import (
+    FIGURE_SCALES,
     HUMAN_JUDGES_VARIABLE,
     ApplyResult,
     ExportResult,
     FeedbackApplyResult,
+    agreement_notes,
     apply_judge_file,
     apply_mlflow_feedback,
     export_disagreements,
@@ -32,6 +34,7 @@ from tipbench.judge import (
     tier_agreement,
 )
 from tipbench.pipeline import export_in_order
+from tipbench.suite import levels, levels_text
 from tipbench.tracking import TrackingStore, check_experiment
 
 
@@ -255,23 +258,44 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     """How well the automatic judge agrees with the human, per criterion."""
     pairs = scored_pairs(TrackingStore(tracking_uri), experiment)
     figures = tier_agreement(pairs)
+    notes = agreement_notes(pairs, figures)
     if fmt == "json":
         data = {
             name: {k: _json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
         }
-        click.echo(json.dumps({"experiment": experiment, "candidates": len(pairs), **data}))
+        scale = {"scores": {name: list(levels(name)) for name in figures}, **FIGURE_SCALES}
+        document = {"experiment": experiment, "candidates": len(pairs), **data}
+        click.echo(json.dumps(document | {"scale": scale, "notes": notes}))
         return
     if not pairs:
         click.echo(f"no candidate of {experiment!r} is scored by both tiers yet")
         return
-    table = Table(title=f"{experiment}: human vs auto judge ({len(pairs)} candidates)")
+    table = Table(
+        title=f"{experiment}: human vs auto judge ({len(pairs)} candidates)",
+        caption=AGREEMENT_SCALES,
+        caption_justify="left",
+    )
     for column in ("criterion", "n", "weighted κ", "Krippendorff α", "exact", "within 1"):
         table.add_column(column, justify="left" if column == "criterion" else "right")
     for name, a in figures.items():
         table.add_row(
-            name, str(a.n), _fmt(a.kappa), _fmt(a.alpha), f"{a.exact:.0%}", f"{a.within_1:.0%}"
+            f"{name} ({levels_text(name)})",
+            str(a.n),
+            _fmt(a.kappa),
+            _fmt(a.alpha),
+            f"{a.exact:.0%}",
+            f"{a.within_1:.0%}",
         )
     Console().print(table)
+    for note in notes:
+        click.echo(f"note: {note}")
+
+
+#: What the agreement tables' figures run over (`judge.FIGURE_SCALES`), under each table.
+AGREEMENT_SCALES = (
+    "κ and α: 1 is full agreement, 0 what chance gives (κ runs from −1); exact and within 1: "
+    "shares of the candidates"
+)
 
 
 @judge_group.command("disagreements")

@@ -12,7 +12,7 @@ from tipbench.compare._notes import board_notes
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Standing, is_first, rank_text
 from tipbench.compare._stats import IntervalMethod, PairedComparison, Verdict, verdict
 from tipbench.judge import JudgeCalibration
-from tipbench.suite import SCORE_NAMES
+from tipbench.suite import SCORE_NAMES, mean_scale
 
 Status = Literal["ranked", "insufficient data"]
 BoardTier = Literal["human", "auto", "combined"]
@@ -21,6 +21,12 @@ BOARD_TIERS: tuple[BoardTier, ...] = ("human", "auto", "combined")
 DEFAULT_MIN_SCENARIOS = 3
 COLUMNS: tuple[str, ...] = ("composite", *SCORE_NAMES)
 """The per-cell means, in the order rows and tables show them."""
+
+
+def scales() -> dict[str, dict[str, Any]]:
+    """What each of `COLUMNS` runs over (the rubric's `mean_scale`), as the JSON's `scale`:
+    the composite 2–17, each criterion 1–5, each flag a share of candidates 0–1."""
+    return {column: mean_scale(column).to_dict() for column in COLUMNS}
 
 
 def _number(value: float) -> float | None:
@@ -277,7 +283,7 @@ class Leaderboard:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole leaderboard as JSON-ready values: what the CLI prints and the API returns,
-        with the notes that the table prints under it."""
+        with the notes that the table prints under it and each mean's `scale`."""
         leader = self.leader
         return {
             "experiment": self.experiment,
@@ -289,6 +295,7 @@ class Leaderboard:
             "leader": None
             if leader is None
             else {"model": leader.model, "prompt_version": leader.prompt_version},
+            "scale": scales(),
             "rows": [row.to_dict() for row in self.rows],
             "notes": board_notes(self),
             **(

@@ -12,6 +12,7 @@ from tipbench.judge._agreement import (
     krippendorff_alpha_ordinal,
     quadratic_weighted_kappa,
 )
+from tipbench.judge._agreement_notes import FIGURE_SCALES, constant_side_note
 from tipbench.judge._auto import (
     DEFAULT_JUDGE_MODEL,
     AutoJudgeConfig,
@@ -40,8 +41,10 @@ from tipbench.judge._candidates import CellCandidates, fetch_candidates
 from tipbench.judge._export import (
     ExportResult,
     blind_order,
+    experiment_seed,
     export_pending,
     fresh_path,
+    item_numbers,
     judge_file_for,
     new_export_id,
     previous_judge_file,
@@ -72,7 +75,13 @@ from tipbench.judge._mlflow_feedback import (
     require_humans,
 )
 from tipbench.judge._record import record_draft, record_scores
-from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
+from tipbench.judge._tiers import (
+    ScoredPair,
+    agreement_notes,
+    export_disagreements,
+    scored_pairs,
+    tier_agreement,
+)
 from tipbench.judge._versions import StaleRun, changed_since
 from tipbench.tracking import TIERS, Scores, Tier, decode_scores, metric_name
 
@@ -80,6 +89,7 @@ __all__ = [
     "CALIBRATION_EXPERIMENT",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_MIN_KAPPA",
+    "FIGURE_SCALES",
     "FLAGS_NOTE",
     "HUMAN_JUDGES_VARIABLE",
     "SCHEMA_VERSION",
@@ -107,6 +117,7 @@ __all__ = [
     "StaleRun",
     "Tier",
     "agreement",
+    "agreement_notes",
     "apply_judge_file",
     "apply_judgements",
     "apply_mlflow_feedback",
@@ -116,13 +127,16 @@ __all__ = [
     "calibration_figures",
     "changed_since",
     "constant_score_warnings",
+    "constant_side_note",
     "decode_scores",
     "default_judge",
+    "experiment_seed",
     "export_disagreements",
     "export_pending",
     "feedback_drafts",
     "fetch_candidates",
     "fresh_path",
+    "item_numbers",
     "json_schema",
     "judge_calibration",
     "judge_file_for",

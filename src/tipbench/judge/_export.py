@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +34,7 @@ from tipbench.judge._file import (
 )
 from tipbench.judge._mlflow_feedback import feedback_drafts
 from tipbench.judge._versions import StaleRun, changed_since, seen_scores
-from tipbench.suite import SCORE_NAMES, load_suite
+from tipbench.suite import SCORE_NAMES, content_hash, load_suite
 from tipbench.tracking import CellRun, TrackingStore
 
 
@@ -74,6 +74,22 @@ def blind_order(seed: int, key: str) -> str:
     return hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()
 
 
+def experiment_seed(experiment: str) -> int:
+    """The seed of an experiment's blind item numbers (and of its judging page's candidate
+    order): the same on every request and in every export."""
+    return int(content_hash(["judging page", experiment])[:8], 16)
+
+
+def item_numbers(experiment: str, runs: Iterable[CellRun]) -> dict[str, int]:
+    """Each judgeable run's item number (1, 2, …), by run id: the one numbering the judge
+    file (`"item"`) and the judging page ("Item 4 of 9") share. Blind (a seeded shuffle of
+    the run ids, which say nothing of the model or prompt) and the same whichever runs are
+    still pending; a run collected later takes its place among them."""
+    seed = experiment_seed(experiment)
+    ordered = sorted((run.run_id for run in runs), key=lambda run_id: blind_order(seed, run_id))
+    return {run_id: number for number, run_id in enumerate(ordered, start=1)}
+
+
 def judge_file_for(
     store: TrackingStore,
     experiment: str,
@@ -85,9 +101,11 @@ def judge_file_for(
     export_id: str | None = None,
     order: Sequence[str] = (),
     inclusion: Mapping[str, float] | None = None,
+    numbers: Mapping[str, int] | None = None,
 ) -> JudgeFile:
     """A judge file over `cells`: flags pre-filled by the rubric's rules, drafts filled in,
-    and each run's current version of its human scores.
+    each run's current version of its human scores and its item number (`numbers`, from
+    `item_numbers`).
 
     Blind unless `reveal`: no model or prompt version, and with `seed` the items and the
     candidates within them in a shuffled order; the runs listed in `order` (the judging
@@ -125,6 +143,7 @@ def judge_file_for(
                 scenario=cell.scenario,
                 candidates=candidates,
                 inclusion=(inclusion or {}).get(cell.run_id),
+                item=(numbers or {}).get(cell.run_id),
             )
         )
     if seed is not None:
@@ -211,8 +230,8 @@ def export_pending(
     """
     previous = previous_judge_file(out, experiment)
     experiment_id = store.experiment_id(experiment)
-    runs = store.cell_runs(experiment_id, pending=True)
-    runs.sort(key=lambda r: r.name)
+    judgeable = store.cell_runs(experiment_id, judgeable=True)
+    runs = sorted((run for run in judgeable if run.judge_pending), key=lambda r: r.name)
     cells = fetch_candidates(store, runs)
     seed, export_id = kept_identity(previous, reveal, seed)
     judge_file = judge_file_for(
@@ -225,6 +244,7 @@ def export_pending(
         export_id=export_id,
         order=order,
         inclusion=inclusion,
+        numbers=item_numbers(experiment, judgeable),
     )
     carried = Carried()
     notes: tuple[str, ...] = ()

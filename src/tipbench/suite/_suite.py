@@ -21,7 +21,15 @@ from tipbench.suite._population import (
     PopulationFile,
     population_from_file,
 )
-from tipbench.suite._rubric import CRITERIA, FLAGS, Criterion, Flag, Level, Rubric
+from tipbench.suite._rubric import (
+    CRITERIA,
+    CRITERION_LEVELS,
+    FLAGS,
+    Criterion,
+    Flag,
+    Level,
+    Rubric,
+)
 from tipbench.suite._scenario import (
     PLACEHOLDERS,
     PromptVersion,
@@ -263,7 +271,7 @@ def _rubric(file: Path, rubric_id: str, scenario_ids: set[str]) -> Rubric:
     if tuple(f.name for f in data.flags) != FLAGS:
         raise SuiteError(f"{file}: flags must be {', '.join(FLAGS)} in that order")
     for criterion in data.criteria:
-        if [level.score for level in criterion.levels] != [1, 2, 3, 4, 5]:
+        if tuple(level.score for level in criterion.levels) != CRITERION_LEVELS:
             raise SuiteError(f"{file}: {criterion.name}: levels must be scores 1 to 5 in order")
         for level in criterion.levels:
             if level.example.scenario not in scenario_ids:
