@@ -58,6 +58,14 @@ from tipbench.tracking._cell_run import (
     version_tag,
 )
 from tipbench.tracking._lock import KIND_LOCK, experiment_lock, holder_name
+from tipbench.tracking._paths import (
+    GENERATION_PATHS_TAG,
+    MODEL_PATHS,
+    ModelPath,
+    decode_paths,
+    encode_paths,
+    model_path,
+)
 from tipbench.tracking._prompts import (
     DEFAULT_PROMPT_NAME,
     LINKED_PROMPTS_TAG,
@@ -119,6 +127,7 @@ __all__ = [
     "DRAFT_TAG",
     "EXPERIMENT_KIND_GENAI",
     "EXPERIMENT_KIND_TAG",
+    "GENERATION_PATHS_TAG",
     "HUMAN",
     "JUDGEABLE_RUNS",
     "KIND_CELL",
@@ -127,6 +136,7 @@ __all__ = [
     "KIND_TAG",
     "LINKED_PROMPTS_TAG",
     "LLM_JUDGE",
+    "MODEL_PATHS",
     "PENDING_RUNS",
     "PROMPT_FILE",
     "PROMPT_VERSION_TAG",
@@ -147,6 +157,7 @@ __all__ = [
     "CellTrace",
     "Draft",
     "GivenScore",
+    "ModelPath",
     "RecordedCandidate",
     "RegisteredPrompt",
     "RequestSpan",
@@ -164,9 +175,11 @@ __all__ = [
     "check_experiment",
     "data_dir",
     "decode_draft",
+    "decode_paths",
     "decode_scores",
     "draft_fields",
     "encode_draft",
+    "encode_paths",
     "encode_scores",
     "experiment_is_new",
     "experiment_lock",
@@ -183,6 +196,7 @@ __all__ = [
     "log_texts",
     "mark_updated",
     "metric_name",
+    "model_path",
     "new_trace_id",
     "open_in_background",
     "private_dir",
