@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tipbench.compare._notes import board_notes
+from tipbench.compare._paths import ModelPaths
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Standing, is_first, rank_text
 from tipbench.compare._stats import IntervalMethod, PairedComparison, Verdict, verdict
 from tipbench.judge import JudgeCalibration
@@ -246,6 +247,7 @@ class Leaderboard:
     confidence: float = CONFIDENCE
     calibration: tuple[JudgeCalibration, ...] = ()
     judging: JudgingStatus | None = None
+    paths: tuple[ModelPaths, ...] = ()  # which generation path each model's cells took
 
     @property
     def leader(self) -> LeaderboardRow | None:
@@ -290,4 +292,5 @@ class Leaderboard:
                 else {}
             ),
             **({"judging": self.judging.to_dict()} if self.judging is not None else {}),
+            "paths": [paths.to_dict() for paths in self.paths],
         }
