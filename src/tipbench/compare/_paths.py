@@ -37,12 +37,16 @@ class ModelPaths:
     def mixed(self) -> bool:
         return len(self.cells) > 1
 
+    @property
+    def shares(self) -> str:
+        """`schema 5 cells, free first, schema retry 1 cell`."""
+        return ", ".join(f"{_NAMES[path]} {counted(count, 'cell')}" for path, count in self.cells)
+
     def describe(self) -> str:
         """`model: schema (9 cells)`, or each path's share when they differ."""
-        shares = ", ".join(f"{_NAMES[path]} {count}" for path, count in self.cells)
         if not self.mixed:
             return f"{self.model}: {_NAMES[self.cells[0][0]]} ({counted(self.cells[0][1], 'cell')})"
-        return f"{self.model}: MIXED ({shares})"
+        return f"{self.model}: MIXED ({self.shares})"
 
     def to_dict(self) -> dict[str, object]:
         return {"model": self.model, "cells": dict(self.cells), "mixed": self.mixed}
@@ -74,7 +78,7 @@ def mixed_paths_warnings(paths: tuple[ModelPaths, ...]) -> list[str]:
     """A warning per model whose cells took different paths: its prompts are not ranked on
     equal terms."""
     return [
-        f"{p.model}'s cells took different generation paths ({p.describe().split(': ', 1)[1]}; "
+        f"{p.model}'s cells took different generation paths ({p.shares}; "
         "collects from before one path was chosen per model): its prompts are ranked across "
         "answers made differently; collect it into a new experiment to compare like with like."
         for p in paths
