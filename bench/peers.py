@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from _arms import full_cells, pin_server, prepared_home
+from _arms import full_cells, pin_server, prepared_home, served
 from _report import ArmResult, spread
 from structured_server import _SCRUB, bare, collect_arm, plan, write
 from tipbench._dev.servers import LlamaCppServer
@@ -106,18 +106,6 @@ class Outcome:
     arm: ArmResult
     texts: dict[str, str] | None = None
     requests: int = 0  # generation requests the server answered meanwhile
-
-
-def served(server: LlamaCppServer) -> int:
-    """Chat completions the server has answered so far (its access log), once the count
-    holds still: the last line is written just after its response went out."""
-    count = -1
-    while True:
-        now = server.log_text().count('"POST /v1/chat/completions')
-        if now == count:
-            return count
-        count = now
-        time.sleep(0.3)
 
 
 Arm = Callable[[Path], Outcome]

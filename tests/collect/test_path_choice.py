@@ -29,6 +29,7 @@ from tipbench.collect._path_memory import PathMemory
 from tipbench.collect._probe import PROBE_SEED, Probe, probe_cells
 from tipbench.suite import load_suite
 
+SCENARIOS = load_suite().scenarios
 LIST = "1. Block 25 minutes now for the chapter draft.\n2. Put the phone in another room today.\n"
 RUNAWAY = "Here is what I think about your day " * 50  # 400 words, no tip
 
@@ -101,13 +102,13 @@ def grid(prompts: str, n_scenarios: int) -> list:
 
 def test_the_probe_asks_each_prompt_on_its_own_seeds_whatever_the_grid_size() -> None:
     small, full = (
-        probe_cells(grid("v1,v2-mentor,v3-few-shot", 3)),
-        probe_cells(grid("v1,v2-mentor,v3-few-shot", 8)),
+        probe_cells(grid("v1,v2-mentor,v3-few-shot", 3), SCENARIOS),
+        probe_cells(grid("v1,v2-mentor,v3-few-shot", 8), SCENARIOS),
     )
     assert [c.request() for c in small] == [c.request() for c in full]  # 9 or 24 cells
     assert [c.prompt.version for c in small] == ["v1", "v2-mentor", "v3-few-shot"]
     assert {c.seed for c in small} == {PROBE_SEED}
-    one = probe_cells(grid("v1", 8))
+    one = probe_cells(grid("v1", 1), SCENARIOS)  # one scenario in the grid, three probed
     assert [(c.scenario.id, c.seed) for c in one] == [
         (s.id, PROBE_SEED + i) for i, s in enumerate(load_suite().select_scenarios(3))
     ]
@@ -143,7 +144,7 @@ class Scripted(Backend):
 
 
 def scripted(cells: list, answers: list[str]) -> Scripted:
-    items = probe_cells(cells)
+    items = probe_cells(cells, SCENARIOS)
     return Scripted(
         {item.request().messages[-1][1]: text for item, text in zip(items, answers, strict=True)}
     )
@@ -155,7 +156,7 @@ def test_a_model_whose_first_free_answer_runs_on_is_settled_by_one_or_two_reques
     cells = grid("v1,v2-mentor,v3-few-shot", 3)
     backend = scripted(cells, [RUNAWAY, LIST, LIST])
     with_memory = PathMemory(tmp_path / "paths.sqlite")
-    choice = Probe(with_memory, RetryPolicy(), backend).choose(cells)
+    choice = Probe(with_memory, RetryPolicy(), backend).choose(cells, SCENARIOS)
     assert choice is not None and choice.path == "schema" and choice.constraints == SCHEMA_FIRST
     assert len(backend.requests) == 1 == choice.asked  # 400 ≥ (0 + 2) × 1.25 × 176 − 176 / 2
 
@@ -164,14 +165,14 @@ def test_a_second_collect_chooses_from_memory_asking_nothing(tmp_path: Path) -> 
     cells = grid("v1,v2-mentor,v3-few-shot", 3)
     backend = scripted(cells, [LIST, LIST, LIST])  # 19 words, usable, against 20 tokens ×1.25
     memory = PathMemory(tmp_path / "paths.sqlite")
-    first = Probe(memory, RetryPolicy(), backend).choose(cells)
+    first = Probe(memory, RetryPolicy(), backend).choose(cells, SCENARIOS)
     assert first is not None and first.path == "free-first" and first.constraints == FREE_FIRST
     assert first.asked == len(backend.requests) == 4  # three free answers, one constrained
     assert all(r.seed == PROBE_SEED for r in backend.requests)
 
     again = scripted(cells, [LIST, LIST, LIST])
     later = Probe(memory, RetryPolicy(), again, ask=False).choose(
-        grid("v1,v2-mentor,v3-few-shot", 8)
+        grid("v1,v2-mentor,v3-few-shot", 8), SCENARIOS
     )
     assert later is not None and (later.path, later.source, later.asked) == (
         "free-first",
@@ -180,4 +181,4 @@ def test_a_second_collect_chooses_from_memory_asking_nothing(tmp_path: Path) -> 
     )
     assert later.evidence == first.evidence and not again.requests
     # another prompt set is another probe: from memory alone it cannot be known
-    assert Probe(memory, RetryPolicy(), again, ask=False).choose(grid("v1", 3)) is None
+    assert Probe(memory, RetryPolicy(), again, ask=False).choose(grid("v1", 3), SCENARIOS) is None

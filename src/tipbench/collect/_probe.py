@@ -2,9 +2,10 @@
 
 Before a model's cells, under `--structured auto`, the probe asks it a few of the grid's
 questions with seeds no cell uses (`PROBE_SEED` on): item `j` of a prompt version renders the
-grid's `j`-th scenario and is sampled with seed `PROBE_SEED + j`. Items take the grid's prompt
+suite's `j`-th scenario and is sampled with seed `PROBE_SEED + j`. Items take the grid's prompt
 versions in turn, at least `PROBE_ANSWERS` items and one per prompt version (the README's
-grid: one per prompt, each on the first scenario, whatever `--n-scenarios` is).
+grid: one per prompt, each on the first scenario). The items do not depend on
+`--n-scenarios`: a 9-cell and a 24-cell grid of the same prompts ask the same probe.
 
 Each item is asked freely, as a cell's free request is (streamed, stopped once it holds
 `n_tips` tips); the first usable answer is also asked with the schema, to weigh what the
@@ -31,6 +32,7 @@ from tipbench.collect._grid import Cell
 from tipbench.collect._parse import parse_tips
 from tipbench.collect._path_choice import Evidence, PathChoice, Source
 from tipbench.collect._path_memory import PathMemory, ProbeAnswer
+from tipbench.suite import Scenario
 
 #: The probe's first seed: far from the cells' (the collect's seed, plus one per retry).
 PROBE_SEED = 1_000_003
@@ -38,10 +40,10 @@ PROBE_SEED = 1_000_003
 PROBE_ANSWERS = 3
 
 
-def probe_cells(cells: Sequence[Cell]) -> list[Cell]:
-    """The probe's items for a model's grid `cells` (all of them, done or not), in order."""
+def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> list[Cell]:
+    """The probe's items for a model's grid `cells` (all of them, done or not), in order,
+    on the suite's `scenarios`."""
     prompts = list({cell.prompt.version: cell.prompt for cell in cells}.values())
-    scenarios = list({cell.scenario.id: cell.scenario for cell in cells}.values())
     items = []
     for number in range(max(PROBE_ANSWERS, len(prompts))):
         turn = number // len(prompts)
@@ -66,10 +68,10 @@ class Probe:
     ask: bool = True  # False: from memory only (the model need not be loaded)
     asked: int = 0
 
-    def choose(self, cells: Sequence[Cell]) -> PathChoice | None:
-        """The path for the model of `cells`; None when an answer it needs is not remembered
-        and the probe may not ask."""
-        items = probe_cells(cells)
+    def choose(self, cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> PathChoice | None:
+        """The path for the model of `cells` (probed on the suite's `scenarios`); None when an
+        answer it needs is not remembered and the probe may not ask."""
+        items = probe_cells(cells, scenarios)
         cost = self.backend.constrained_token_cost
         evidence = Evidence()
         try:

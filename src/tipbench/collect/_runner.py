@@ -31,7 +31,7 @@ from tipbench.collect._path_choice import PathChoice
 from tipbench.collect._path_memory import MEMORY_FILE, PathMemory
 from tipbench.collect._probe import Probe
 from tipbench.collect._record import CellOutcome
-from tipbench.suite import load_suite
+from tipbench.suite import Scenario, load_suite
 from tipbench.tracking import data_dir, experiment_is_new, open_in_background
 
 
@@ -85,7 +85,9 @@ def collect(
             cache = ResponseCache(data_dir() / CACHE_FILE)
         if config.structured == "auto":
             memory = PathMemory(data_dir() / MEMORY_FILE)
-        block = _Block(config, retry or RetryPolicy(), cache, memory, ledger, progress)
+        block = _Block(
+            config, retry or RetryPolicy(), cache, memory, ledger, progress, suite.scenarios
+        )
         for backend, _ in backends:
             block.run(backend, [cell for cell in cells if cell.model == backend.spec])
         result = ledger.open()  # so that the parent run exists when nothing was generated
@@ -129,6 +131,7 @@ class _Block:
     memory: PathMemory | None  # the probe's answers, under `--structured auto`
     ledger: Ledger
     progress: CollectProgress
+    scenarios: tuple[Scenario, ...]  # the suite's, that the probe asks about
     loads: Counter[str] = field(default_factory=Counter)
     paths: dict[str, PathChoice] = field(default_factory=dict)  # model -> its path
     requests: int = 0  # generation requests made, the probe's included
@@ -170,7 +173,7 @@ class _Block:
             return self.paths[model]
         recorded = self.ledger.recorded_path(model)
         probe = Probe(self.memory, self.retry, backend, ask=ask and recorded is None)
-        probed = probe.choose(cells)
+        probed = probe.choose(cells, self.scenarios)
         if recorded is not None and probed is not None and probed.path != recorded.path:
             self.ledger.open().warnings.append(
                 f"{model} keeps the {recorded.path} path of its earlier cells in "
