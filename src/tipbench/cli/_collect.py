@@ -155,6 +155,8 @@ def report(result: CollectResult) -> None:
         )
     loads = ", ".join(f"{m} ×{n}" for m, n in result.model_loads.items()) or "none"
     out(f"model loads: {loads}")
+    for model, path in result.paths.items():
+        out(f"generation path of {model}: {path}")
     out(f"experiment '{result.experiment}' at {redact_uri(result.tracking_uri)}")
     out(f"parent run: {result.parent_run_id}")
     uri = redact_uri(result.tracking_uri)

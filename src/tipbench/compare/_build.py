@@ -37,6 +37,7 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._order import Order, current_order, ensure_order
+from tipbench.compare._paths import model_paths
 from tipbench.compare._ppi import Judged
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
 from tipbench.compare._stats import Interval, PairedComparison, mean_interval, paired_comparison
@@ -286,6 +287,7 @@ def leaderboards_for(
     ]
     if len(tiers) > 1:  # among other tiers, the combined one once it can say something
         boards = [b for b in boards if b.tier != "combined" or b.rows or _started(b)]
+    boards = [replace(board, paths=model_paths(runs)) for board in boards]
     return [
         replace(board, calibration=tier_calibration(store, runs, suite, min_kappa))
         if board.tier == "auto" and board.rows

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from tipbench.compare._anytime import AnytimeLeader
 from tipbench.compare._notes import board_notes
+from tipbench.compare._paths import ModelPaths
 from tipbench.compare._standing import ALPHA, CONFIDENCE, Standing, is_first, rank_text
 from tipbench.compare._stats import IntervalMethod, PairedComparison, Verdict, verdict
 from tipbench.judge import JudgeCalibration
@@ -259,6 +260,7 @@ class Leaderboard:
     calibration: tuple[JudgeCalibration, ...] = ()
     judging: JudgingStatus | None = None
     anytime: AnytimeLeader | None = None
+    paths: tuple[ModelPaths, ...] = ()  # which generation path each model's cells took
 
     @property
     def leader(self) -> LeaderboardRow | None:
@@ -305,4 +307,5 @@ class Leaderboard:
             ),
             **({"judging": self.judging.to_dict()} if self.judging is not None else {}),
             **({"anytime": self.anytime.to_dict()} if self.anytime is not None else {}),
+            "paths": [paths.to_dict() for paths in self.paths],
         }

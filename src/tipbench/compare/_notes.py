@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tipbench._words import counted
+from tipbench.compare._paths import mixed_paths_warnings, paths_note
 from tipbench.compare._standing import ALPHA
 from tipbench.compare._stats import EXACT_MAX_PAIRS, pairs_needed
 
@@ -66,6 +67,7 @@ def board_notes(board: Leaderboard, *, calibration: bool = True) -> list[str]:
             "For promotion (confidence sequences, valid however often you look): "
             f"{board.anytime.message}."
         )
+    notes += paths_note(board.paths)
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
     if calibration:
@@ -89,6 +91,7 @@ def leaderboard_warnings(board: Leaderboard) -> list[str]:
             f"({', '.join(modes)}; see each row's `structured`): collect each mode into its "
             "own experiment to compare like with like."
         )
+    warnings += mixed_paths_warnings(board.paths)
     weak = [row for row in board.rows if cannot_reach_alpha(row)]
     if weak:
         worst = max(weak, key=lambda row: row.vs_leader.min_p_value if row.vs_leader else 0.0)
@@ -116,6 +119,7 @@ def combined_notes(board: Leaderboard) -> list[str]:
                 "turn, they count once the runs before them in their cell's queue are scored."
             )
     notes.extend(f"* {warning}" for warning in leaderboard_warnings(board))
+    notes += paths_note(board.paths)
     if len(board.ranked) < len(board.rows):
         notes.append(
             "Cells without a human score in the judging order (or on fewer than "
