@@ -160,7 +160,8 @@ def test_the_cli_refuses_nan_with_the_standard_librarys_reader(
     (blocker / "orjson.py").write_text("raise ImportError('orjson is not installed here')\n")
     path = tmp_path / "log.jsonl"
     path.write_text(json.dumps(HAND_MADE[0]).replace('"reward": 1.0', '"reward": NaN') + "\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), os.environ["PYTHONPATH"]])}
+    paths = [str(blocker), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     refused = subprocess.run(
         [sys.executable, "-m", "tipbench.cli", "policy", "evaluate", "--log", str(path),
          "--tracking-uri", sqlite_uri],
