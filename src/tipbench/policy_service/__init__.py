@@ -2,9 +2,10 @@
 
 StateStore                    one narrow interface (`_store.py`, its errors drawn there)
 └── SqlBase                   the SQL both share: dialect hooks, locked sums (`_sql_base.py`)
-    └── SqlStore              the log, config, rewards, expiry, pruning, resets (`_sql.py`)
-        ├── SqliteStore       embedded default, one process
-        └── PostgresStore     shared by replicas
+    └── SqlLog                the decision log (`_sql_log.py`)
+        └── SqlStore          config, rewards, expiry, pruning, resets (`_sql.py`)
+            ├── SqliteStore   embedded default, one process
+            └── PostgresStore shared by replicas
 
 `create_app`, `PolicyServerSettings` and `serve` (uvicorn with limits) load the web stack on
 first use (the 'serve' extra), so that the stores and the log export import without it.

@@ -2,8 +2,9 @@
 (connections, transactions, the lock clauses, the schema's types), and the locked writes of
 sums that deciding, rewarding and forgetting all make (the models and the counters).
 
-    SqlBase         dialect hooks, `_run`, `_learn`, `_count`    (`_forget.py` works on it)
-    └── SqlStore    the log, config, rewards, expiry, pruning     (`_sql.py`)
+    SqlBase           dialect hooks, `_run`, `_learn`, `_count`    (`_forget.py` works on it)
+    └── SqlLog        the decision log                              (`_sql_log.py`)
+        └── SqlStore  config, rewards, expiry, pruning, resets     (`_sql.py`)
 
 The counters behind `/stats` are spread over `COUNTER_SHARDS` rows per policy, so that
 concurrent decisions do not queue on one row.
