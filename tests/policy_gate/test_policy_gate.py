@@ -7,8 +7,7 @@ import pytest
 from support.policy_logs import row
 from tipbench.evaluate import evaluate, traffic_from_rows
 from tipbench.policy_gate import OFF_POLICY_MARGIN, decide_promotion, more_decisions
-from tipbench.simulate import SimulationConfig, SimulationReport, simulate
-from tipbench.simulate._render import render_report
+from tipbench.simulate import SimulationConfig, SimulationReport, render_report, simulate
 
 
 @pytest.fixture(scope="module")

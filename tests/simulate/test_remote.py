@@ -18,8 +18,13 @@ import pytest
 from support.policy_server import TOKEN, PolicyServer
 from tipbench.evaluate import evaluate, traffic_from_rows
 from tipbench.policy_service import decision_rows, open_store
-from tipbench.simulate import SimulationConfig, load_study, make_world
-from tipbench.simulate._remote import RemoteTarget, simulate_remote
+from tipbench.simulate import (
+    RemoteTarget,
+    SimulationConfig,
+    load_study,
+    make_world,
+    simulate_remote,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -136,10 +136,14 @@ def simulate_command(
     policy decides, its shadows log and learn, nothing in its state is reset or deleted; the
     report compares each shadow's would-be choices with what the live policy served.
     """
-    from tipbench.simulate import load_study, simulate
-    from tipbench.simulate._remote import RemoteTarget, simulate_remote
-    from tipbench.simulate._render import render_report
-    from tipbench.simulate._tracking import log_simulation
+    from tipbench.simulate import (
+        RemoteTarget,
+        load_study,
+        log_simulation,
+        render_report,
+        simulate,
+        simulate_remote,
+    )
     from tipbench.tracking import TrackingStore
 
     config = _study(
@@ -247,9 +251,13 @@ def evaluate_command(
     the field, and nothing is recorded; so is a log without decisions.
     """
     from tipbench._redact import redact_uri
-    from tipbench.evaluate import evaluate, read_log, traffic_from_rows
-    from tipbench.evaluate._render import render_evaluation
-    from tipbench.evaluate._tracking import log_evaluation
+    from tipbench.evaluate import (
+        evaluate,
+        log_evaluation,
+        read_log,
+        render_evaluation,
+        traffic_from_rows,
+    )
     from tipbench.policy_gate import serving_config
     from tipbench.policy_service import decision_rows, open_store
     from tipbench.tracking import TrackingStore

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from tipbench._errors import ConfigError, TrackingError
 from tipbench._redact import redact_uri
-from tipbench.evaluate import EvaluationReport, evaluate, traffic_from_rows
-from tipbench.evaluate._tracking import log_evaluation
+from tipbench.evaluate import EvaluationReport, evaluate, log_evaluation, traffic_from_rows
 from tipbench.policies import PolicyConfig, policy_spec
 from tipbench.policy_gate._gate import (
     DEFAULT_MARGIN,
@@ -37,8 +36,13 @@ from tipbench.policy_service import (
     decision_rows,
     open_store,
 )
-from tipbench.simulate import DEFAULT_EXPERIMENT, Simulation, SimulationConfig, simulate
-from tipbench.simulate._tracking import log_simulation
+from tipbench.simulate import (
+    DEFAULT_EXPERIMENT,
+    Simulation,
+    SimulationConfig,
+    log_simulation,
+    simulate,
+)
 from tipbench.suite import load_suite
 from tipbench.tracking import KIND_TAG, RunRecord, TrackingStore, record_run
 

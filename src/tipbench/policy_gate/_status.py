@@ -23,8 +23,7 @@ from tipbench.policy_gate._gate import (
 )
 from tipbench.policy_gate._promote import serving_config
 from tipbench.policy_service import DEFAULT_LIVE, Roles, StateStore, decision_rows
-from tipbench.simulate import SimulationReport
-from tipbench.simulate._tracking import KIND_SIMULATION, PLOT_FILE, REPORT_FILE
+from tipbench.simulate import KIND_SIMULATION, PLOT_FILE, REPORT_FILE, SimulationReport
 from tipbench.tracking import KIND_TAG, TrackingStore, short_error
 
 

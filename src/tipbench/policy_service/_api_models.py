@@ -4,12 +4,15 @@ Field names are the contract: more may be added, none renamed. Types are strict 
 is a JSON integer: not `true`, `"3"` or `3.0`), numbers finite; an out-of-range or missing
 field is refused with 422 naming it, before anything is written.
 
-User ids, event ids and decision ids are ASCII: 1–128 characters of `A-Z a-z 0-9 _ . : @ -`.
-Letters of other scripts would let two ids look alike on every screen (`Amélie` typed
-composed or decomposed; a zero-width joiner U+200D or a right-to-left mark U+200F inside a
-name), so that an invisible variant of a user is another user, whom erasing the first misses.
-Erasure (`POST /reset`) alone also takes the ids an earlier version admitted (letters, marks
-and digits of any script, normalised to NFC), so that the users they name can still be erased.
+User ids, event ids, decision ids and tip ids are ASCII: 1–128 characters of
+`A-Z a-z 0-9 _ . : @ -`. Letters of other scripts would let two ids look alike on every screen
+(`Amélie` typed composed or decomposed; a zero-width joiner U+200D or a right-to-left mark
+U+200F inside a name), so that an invisible variant of a user is another user, whom erasing
+the first misses, and an invisible variant of a tip another candidate, which the duplicate
+check lets through and the log counts apart. Erasure (`POST /reset`) alone also takes the user
+ids an earlier version admitted (letters, marks and digits of any script, normalised to NFC),
+so that the users they name can still be erased; the tip ids an earlier version logged stay in
+the log as they were (its rewards, exports and evaluations read them unchanged).
 """
 
 from __future__ import annotations
@@ -34,8 +37,6 @@ MAX_CANDIDATES = 100
 MAX_DWELL_S = 7 * 24 * 3600.0  # a dwell longer than a week is a bug, not attention
 ID_PATTERN = r"^[A-Za-z0-9_.:@-]+$"  # ASCII only: no look-alike ids (see the module's doc)
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN)]
-# A tip id names the app's own content, not a person: its pattern is unchanged.
-TipId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\w.:@-]+$")]
 PolicyName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 
@@ -81,7 +82,7 @@ class ContextBody(_Body):
 
 
 class CandidateBody(_Body):
-    tip_id: TipId = Field(examples=["t1"])
+    tip_id: Identifier = Field(examples=["t1"])
     category: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
         examples=["focus"], description="a category of the suite's tip catalogue"
     )

@@ -1,6 +1,7 @@
 """The state store: one narrow interface over the decision log, the models, the profiles and
-the serving config, with two implementations sharing their SQL (`_sql.py`): `SqliteStore`
-(embedded, the default, one server process) and `PostgresStore` (replicas sharing a database).
+the serving config, with two implementations sharing their SQL (`_sql.py` and its bases):
+`SqliteStore` (embedded, the default, one server process) and `PostgresStore` (replicas
+sharing a database).
 
 What the store guarantees, on both:
 
