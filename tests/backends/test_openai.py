@@ -168,22 +168,38 @@ def test_a_prompt_over_the_context_window_fails_the_generation(base_url: str) ->
         backend_at(base_url).generate(long)
 
 
-def free_answer_request(max_tokens: int = 200) -> GenerationRequest:
-    """A free request whose answer lists 3 tips well before it ends (at the token limit)."""
+@pytest.fixture(scope="module")
+def free_answer(llama_server: LlamaCppServer) -> GenerationRequest:
+    """A free request whose answer holds 3 complete tips before half of its text.
+
+    Which seed gives such an answer depends on llama.cpp's numerics, which change between
+    versions: the first of a few seeds that does is taken, on the server itself.
+    """
     suite = load_suite()
-    return GenerationRequest(
-        messages=suite.prompt("v3-few-shot").render(suite.select_scenarios(1)[0], 3),
-        temperature=0.7,
-        seed=5,
-        max_tokens=max_tokens,
-    )
+    backend = backend_at(f"{llama_server.url}/v1")
+    for seed in range(1, 25):
+        request = GenerationRequest(
+            messages=suite.prompt("v3-few-shot").render(suite.select_scenarios(1)[0], 3),
+            temperature=0.7,
+            seed=seed,
+            max_tokens=200,
+        )
+        text = afresh(backend, request).text
+        if any(AnswerDone(3)(text[:end]) for end in range(len(text) // 2)):
+            return request
+    raise AssertionError("no seed in 1..24 gives a free answer with 3 tips")
 
 
 def afresh(backend: Backend, request: GenerationRequest) -> Generation:
-    """Generate after an unrelated request. The server reuses the part of its context that
-    the previous request shares with this one, and a prompt evaluated partly from that cache
-    can sample differently; after an unrelated request the whole prompt is evaluated anew."""
-    backend.generate(GenerationRequest((("user", "hi"),), 0.0, 1, 1))
+    """Generate from a fresh start. The server reuses the part of its context that the
+    previous request shares with this one, and a prompt evaluated partly from that cache can
+    sample differently (the embedded backend reuses whole blocks only, so it does not); after
+    a completion that shares not even the first token, the whole prompt is evaluated anew,
+    in the embedded backend's blocks (the server's `--n_batch`)."""
+    if backend.spec.backend == "openai":
+        url = f"{backend.options.openai_base_url}/completions"
+        reset = httpx.post(url, json={"prompt": "hi", "max_tokens": 1}, timeout=60)
+        reset.raise_for_status()
     return backend.generate(request)
 
 
@@ -202,10 +218,12 @@ def wait_for(condition: Callable[[], bool], limit_s: float = 30.0) -> None:
 
 
 @pytest.mark.slow
-def test_the_server_answers_as_the_embedded_model_does(base_url: str) -> None:
+def test_the_server_answers_as_the_embedded_model_does(
+    base_url: str, free_answer: GenerationRequest
+) -> None:
     # the same model, request and seed: llama_cpp.server's answer is the embedded model's,
     # because the request says no repeat penalty (the server's default, 1.1, changes it)
-    request = free_answer_request(max_tokens=120)
+    request = replace(free_answer, max_tokens=120)
     served = afresh(backend_at(base_url), request)
     with open_backend(ModelSpec.parse("llamacpp:smollm2-135m")) as embedded:
         assert afresh(embedded, request).text == served.text
@@ -213,9 +231,11 @@ def test_the_server_answers_as_the_embedded_model_does(base_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_streamed_free_answer_is_the_unstreamed_one(base_url: str) -> None:
+def test_a_streamed_free_answer_is_the_unstreamed_one(
+    base_url: str, free_answer: GenerationRequest
+) -> None:
     backend = backend_at(base_url)
-    free = free_answer_request()
+    free = free_answer
     whole = afresh(backend, free)
     streamed = afresh(backend, replace(free, complete=never_complete))
 
@@ -230,12 +250,12 @@ def test_a_streamed_free_answer_is_the_unstreamed_one(base_url: str) -> None:
 
 @pytest.mark.slow
 def test_a_free_answer_stops_once_it_is_complete(
-    base_url: str, llama_server: LlamaCppServer
+    base_url: str, llama_server: LlamaCppServer, free_answer: GenerationRequest
 ) -> None:
     backend = backend_at(base_url)
     recorder = Recorder()
     backend.client = recorder.client(base_url)  # type: ignore[attr-defined]
-    free = free_answer_request()
+    free = free_answer
     whole = afresh(backend, free)
     hangups = llama_server.log_text().count(HANGUP)
     sent = len(recorder.sent)
@@ -249,7 +269,7 @@ def test_a_free_answer_stops_once_it_is_complete(
     assert early.structured is False
     # streamed with usage asked for; llama-cpp-python's server sends none, so the prompt is
     # counted in a one-token request
-    stream, count = recorder.sent[sent + 1 :]
+    stream, count = recorder.sent[sent:]
     assert stream["stream"] is True and stream["stream_options"] == {"include_usage": True}
     assert stream["repeat_penalty"] == 1.0  # not the server's default 1.1
     assert "response_format" not in stream

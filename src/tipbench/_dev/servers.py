@@ -20,6 +20,8 @@ from typing import Self
 
 import httpx
 
+from tipbench.backends._aligned import BLOCK
+
 #: The serving and admin tokens `PolicyServer` starts the policy service with.
 POLICY_TOKEN = "policy-service-token-0123456789"
 POLICY_ADMIN_TOKEN = "policy-admin-token-9876543210"
@@ -160,6 +162,7 @@ class LlamaCppServer(ServerProcess):
             sys.executable, "-m", "tipbench._dev.llama_server",
             "--model", str(self.model_path), "--model_alias", self.alias,
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
+            "--n_batch", str(BLOCK),  # a fresh prompt is evaluated as the embedded backend does
         ]  # fmt: skip
         if not self.cpus:
             return command

@@ -97,6 +97,7 @@ class LlamaCppBackend(Backend):
         try:
             from llama_cpp import Llama
 
+            from tipbench.backends._aligned import BLOCK, align_prefix_reuse
             from tipbench.backends._shortlist import shortlist_grammar
         except ImportError:
             raise BackendMissing(
@@ -107,7 +108,11 @@ class LlamaCppBackend(Backend):
         try:
             with plain_cpu_buffers():
                 llm = Llama(
-                    model_path=str(self.path), n_ctx=self.options.n_ctx, verbose=False, **extra
+                    model_path=str(self.path),
+                    n_ctx=self.options.n_ctx,
+                    n_batch=BLOCK,
+                    verbose=False,
+                    **extra,
                 )
         except ValueError:  # llama.cpp could not load it: truncated, corrupt or unsupported
             raise BackendError(
@@ -115,6 +120,7 @@ class LlamaCppBackend(Backend):
                 "unsupported model file)"
             ) from None
         shortlist_grammar(llm)  # constrained answers at nearly the speed of free ones
+        align_prefix_reuse(llm)  # the same request gives the same answer, whatever came first
         self._llm = llm
 
     def unload(self) -> None:

@@ -1,0 +1,56 @@
+"""Prefix reuse that does not change the answer: the embedded backend's determinism.
+
+llama-cpp-python keeps the tokens it evaluated and, for the next request, evaluates only
+what follows the longest prefix the two share. The prompt is then evaluated in other
+batches than from a fresh start (one token instead of a batch of hundreds, say), and
+llama.cpp's kernels for other batch shapes round differently: the same request and seed
+gave another answer when it followed a request that shared its prompt (llama-cpp-python
+0.3.36). So a cell's candidates depended on which cell came before it, and a resumed
+collect differed from an uninterrupted one.
+
+`align_prefix_reuse` keeps the reuse but on a fixed grid: prompts are evaluated in batches
+of `BLOCK` tokens that start at multiples of `BLOCK`, and a later request reuses only whole
+blocks of the earlier prompt. Every prompt token is then computed in the same batch as from
+a fresh start, whatever ran before, so the same request gives the same answer; a request
+re-evaluates at most `BLOCK - 1` shared tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+#: The batch the prompt is evaluated in, and the grain of the prefix reused.
+BLOCK = 64
+
+
+def align_prefix_reuse(llm: Any) -> None:
+    """Make `llm` (a `llama_cpp.Llama` created with `n_batch=BLOCK`) reuse whole blocks only.
+
+    `Llama.generate` reuses the longest prefix of its evaluated tokens; cutting those down to
+    the whole blocks of the last prompt first (answer tokens are evaluated one at a time, so
+    they are never reused) leaves it nothing else to reuse.
+    """
+    if llm.n_batch != BLOCK:
+        raise ValueError(f"align_prefix_reuse needs n_batch={BLOCK}, not {llm.n_batch}")
+    generate: Callable[..., Iterator[int]] = llm.generate
+    last_prompt = 0  # the tokens of the last prompt: the ones evaluated in blocks
+
+    def aligned_generate(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
+        nonlocal last_prompt
+        tokens = list(tokens)
+        shared = _shared_prefix(llm.input_ids[: min(llm.n_tokens, last_prompt)], tokens[:-1])
+        llm.n_tokens = shared - shared % BLOCK  # 0 makes generate start afresh
+        last_prompt = len(tokens)
+        return generate(tokens, *args, **kwargs)
+
+    llm.generate = aligned_generate
+
+
+def _shared_prefix(evaluated: Sequence[int], tokens: Sequence[int]) -> int:
+    shared = 0
+    for a, b in zip(evaluated, tokens, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared
