@@ -17,9 +17,8 @@ from tipbench.compare import (
     leaderboard_for,
     leaderboard_warnings,
     leaderboards_for,
-    mean_interval,
-    paired_comparison,
 )
+from tipbench.stats import mean_interval, paired_comparison
 from tipbench.tracking import CellRun, TrackingStore
 
 
@@ -88,7 +87,7 @@ def test_interval_is_over_scenario_values(judged: JudgedExperiment) -> None:
     for row in human.rows:
         values = list(HUMAN[(row.model, row.prompt_version)].values())
         expected = mean_interval(values)
-        assert (row.composite, row.ci_method) == (pytest.approx(expected.mean), expected.method)
+        assert (row.composite, row.ci_method) == (pytest.approx(expected.value), expected.method)
         assert row.ci_method == "sign-flip" or row.n_scenarios < 6
     alpha = human.row(ALPHA, "v1")  # six values: the exact interval is their range
     assert (alpha.ci_low, alpha.ci_high, alpha.ci_method) == (13.0, 15.0, "sign-flip")

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from tipbench._dev.ppi_sim import JUDGES, World, order_sample, race, simulate, with_human
-from tipbench.compare._paired import differences, half_width
-from tipbench.compare._ppi import estimate
+from tipbench.stats import differences, estimate, half_width
 
 N = 300
 ALPHA = 0.05

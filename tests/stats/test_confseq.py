@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from confseq.boundaries import normal_mixture_bound as confseq_bound
 
-from tipbench.compare._confseq import (
+from tipbench.stats import (
     MIN_DF,
     normal_mixture_bound,
     sequence_radius,

@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench.compare._floor import resolution_variance
-from tipbench.compare._paired import differences, half_width
-from tipbench.compare._ppi import Judged, Sample, estimate
+from tipbench.stats import Judged, Sample, differences, estimate, half_width, resolution_variance
 
 
 def _one_cell(auto: list[float], human: list[float | None]) -> Judged:
@@ -132,7 +130,7 @@ def test_identical_scores_borrow_the_floor() -> None:
     scenario's value is the rubric's resolution (3/12 on the composite), not 0."""
     judged = Judged.build(
         np.zeros(3, dtype=np.intp), np.arange(3), np.full(3, np.nan), np.full(3, 14.0),
-        np.ones(3, dtype=bool), np.zeros(1, dtype=np.intp), resolution_variance("composite"),
+        np.ones(3, dtype=bool), np.zeros(1, dtype=np.intp), resolution_variance(3),
     )  # fmt: skip
     result = estimate(judged, Sample.none(), use_judge=False)
     assert result.unit_variance[0] == pytest.approx(0.25)

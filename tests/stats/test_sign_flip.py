@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tipbench.compare import (
+from tipbench.stats import (
     EXACT_MAX_PAIRS,
     PairedComparison,
     bootstrap_mean_ci,
@@ -237,7 +237,7 @@ def test_below_six_values_there_is_no_95_percent_interval(n: int) -> None:
     values = _sample(n)
     interval = mean_interval(values)
     assert interval.method == "none" and math.isnan(interval.low) and math.isnan(interval.high)
-    assert interval.mean == pytest.approx(float(np.mean(values)))
+    assert interval.value == pytest.approx(float(np.mean(values)))
     leader = {f"s{i}": 0.0 for i in range(n)}
     result = paired_comparison(leader, {k: -1.0 for k in leader})  # behind on every one
     assert result.ci_method == "none" and math.isnan(result.ci_low)

@@ -34,10 +34,8 @@ import numpy.typing as npt
 
 from tipbench.compare._active import queue_clocks, queue_inclusion
 from tipbench.compare._anytime import human_decision
-from tipbench.compare._confseq import scenario_count
-from tipbench.compare._floor import resolution_variance
 from tipbench.compare._loop import Queues, next_units, snapshot
-from tipbench.compare._ppi import Judged, Sample
+from tipbench.stats import Judged, Sample, resolution_variance, scenario_count
 
 JUDGES = ("biased", "contrary", "ceiling", "useless")
 Tier = Literal["combined", "human"]
@@ -127,7 +125,7 @@ class Experiments:
             np.full(e * c * u, np.nan),
             np.zeros(e * c * u, dtype=bool),
             np.arange(e).repeat(c),
-            resolution_variance("composite"),
+            resolution_variance(_CRITERIA),  # the composite adds 3 integer criteria
         )
 
 

@@ -28,6 +28,7 @@ from tipbench.judge import (
     tier_agreement,
 )
 from tipbench.pipeline import export_in_order
+from tipbench.stats import json_number
 from tipbench.tracking import TrackingStore, check_experiment
 
 
@@ -225,7 +226,7 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     figures = tier_agreement(pairs)
     if fmt == "json":
         data = {
-            name: {k: _json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
+            name: {k: json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
         }
         click.echo(json.dumps({"experiment": experiment, "candidates": len(pairs), **data}))
         return
@@ -273,10 +274,6 @@ def disagreements_command(
     )
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
-
-
-def _json_number(value: float) -> float | None:
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _fmt(value: float) -> str:

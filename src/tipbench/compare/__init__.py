@@ -72,8 +72,6 @@ from tipbench.compare._render import (
     to_markdown,
 )
 from tipbench.compare._standing import (
-    ALPHA,
-    CONFIDENCE,
     FIRST,
     LEGEND,
     STANDINGS,
@@ -83,22 +81,17 @@ from tipbench.compare._standing import (
     place,
     rank_text,
 )
-from tipbench.compare._stats import (
-    EXACT_MAX_PAIRS,
-    Interval,
-    IntervalMethod,
-    PairedComparison,
-    Verdict,
-    bootstrap_mean_ci,
-    mean_interval,
-    min_attainable_p,
-    paired_comparison,
-    pairs_needed,
-    sign_flip_interval,
-    tied,
-    verdict,
-)
 from tipbench.compare._view import LeaderboardView, leaderboard_view
+
+# The policy loop's statistics, read through compare until it imports tipbench.stats itself
+# (issue 33, phase 2: then these go).
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    PairedComparison,
+    bootstrap_mean_ci,
+    paired_comparison,
+)
 
 __all__ = [
     "ALPHA",
@@ -107,7 +100,6 @@ __all__ = [
     "CONFIDENCE",
     "DEFAULT_MIN_SCENARIOS",
     "DEFAULT_ORDER",
-    "EXACT_MAX_PAIRS",
     "FIRST",
     "FORMATS",
     "KIND_JUDGING_ORDER",
@@ -123,8 +115,6 @@ __all__ = [
     "CombinedFigures",
     "CombinedState",
     "Format",
-    "Interval",
-    "IntervalMethod",
     "JudgingOrder",
     "JudgingStatus",
     "Leaderboard",
@@ -138,7 +128,6 @@ __all__ = [
     "Standing",
     "StandingStyle",
     "Status",
-    "Verdict",
     "bootstrap_mean_ci",
     "build_combined",
     "build_leaderboard",
@@ -159,11 +148,8 @@ __all__ = [
     "leaderboard_warnings",
     "leaderboards_for",
     "log_leaderboard",
-    "mean_interval",
-    "min_attainable_p",
     "next_run",
     "paired_comparison",
-    "pairs_needed",
     "place",
     "plan",
     "plot_leaderboards",
@@ -171,11 +157,8 @@ __all__ = [
     "refresh_logged_leaderboard",
     "render",
     "serving_order",
-    "sign_flip_interval",
     "table",
-    "tied",
     "to_csv",
     "to_json",
     "to_markdown",
-    "verdict",
 ]

@@ -9,7 +9,7 @@ Two choices make the order, and only the second looks at the scores so far:
   to be asked again) tend to come first. The first k runs of a queue are then a sample
   with known inclusion probabilities (`queue_inclusion`): k / M when all rates are equal,
   else ``1 − exp(−rate · t)`` with t such that they add up to k (Rosén's order sampling).
-  The estimate weighs each score by the inverse (`compare._ppi`), so it stays unbiased
+  The estimate weighs each score by the inverse (`stats._ppi`), so it stays unbiased
   whichever runs come first.
 - **across cells** (`next_cells`): a cell without a human score in its queue first (there
   is no leader before every cell has an estimate); then a cell whose human scores cover
@@ -27,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._confseq import LeaderDecision, sequence_radius, small_sample_factor
-from tipbench.compare._ppi import Estimates, Judged
+from tipbench.stats import Estimates, Judged, LeaderDecision, sequence_radius, small_sample_factor
 
 __all__ = ["inclusion_by_turn", "next_cells", "queue_clocks", "queue_inclusion"]
 

@@ -2,7 +2,7 @@
 
 The promotion gate may be asked again after every label (the judging page, `bench_judged`),
 so the standings it rests on must hold however often they are read. `anytime_leader` reads
-a tier's `LeaderDecision` (`compare._confseq`: every other cell's sequence below the
+a tier's `LeaderDecision` (`stats._confseq`: every other cell's sequence below the
 leader's, α split over the comparisons, human scores on enough scenarios on both sides) as
 names and one message: decided, or why not. The human tier gets its decision from the same
 machinery on its human-judged scenario values alone (`human_decision`); the combined tier
@@ -20,8 +20,15 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench._words import counted
-from tipbench.compare._confseq import LeaderDecision, decide_leader, scenarios_needed
-from tipbench.compare._ppi import Judged, Sample, estimate
+from tipbench.stats import (
+    Judged,
+    LeaderDecision,
+    Sample,
+    decide_leader,
+    estimate,
+    json_number,
+    scenarios_needed,
+)
 
 __all__ = ["AnytimeLeader", "anytime_leader", "cannot_decide", "human_decision"]
 
@@ -63,16 +70,14 @@ class AnytimeLeader:
         return -high, -low
 
     def to_dict(self) -> dict[str, Any]:
-        def number(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "leader": self.leader,
             "decided": self.decided,
             "message": self.message,
-            "alpha_per_comparison": number(self.alpha),
+            "alpha_per_comparison": json_number(self.alpha),
             "sequences": {
-                name: [number(low), number(high)] for name, (low, high) in self.sequences.items()
+                name: [json_number(low), json_number(high)]
+                for name, (low, high) in self.sequences.items()
             },
         }
 

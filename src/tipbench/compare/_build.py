@@ -27,8 +27,8 @@ from tipbench.compare._combined import (
     CombinedState,
     build_combined,
     combined_state,
+    score_floor,
 )
-from tipbench.compare._floor import resolution_variance
 from tipbench.compare._leaderboard import (
     COLUMNS,
     DEFAULT_MIN_SCENARIOS,
@@ -37,10 +37,17 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._order import Order, current_order, ensure_order
-from tipbench.compare._ppi import Judged
-from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
-from tipbench.compare._stats import Interval, PairedComparison, mean_interval, paired_comparison
+from tipbench.compare._standing import Placing, place
 from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    Estimate,
+    Judged,
+    PairedComparison,
+    mean_interval,
+    paired_comparison,
+)
 from tipbench.tracking import TIERS, CellRun, Tier, metric_name
 
 if TYPE_CHECKING:
@@ -187,7 +194,7 @@ def build_leaderboard(
             ranked[i].per_scenario, ranked[j].per_scenario, CONFIDENCE, n_resamples, seed
         )
 
-    def interval(cell: _Scored) -> Interval:
+    def interval(cell: _Scored) -> Estimate:
         return mean_interval(list(cell.per_scenario.values()), CONFIDENCE, n_resamples, seed)
 
     placings = place([float(cell.means[0]) for cell in ranked], compare, ALPHA)
@@ -227,14 +234,14 @@ def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
         values,
         np.ones(len(values), dtype=bool),
         np.zeros(len(scored), dtype=np.intp),
-        resolution_variance("composite"),
+        score_floor("composite"),
     )
     decision, covered = human_decision(judged, ALPHA, float(n_scenarios))
     names = [f"{one.model}|{one.prompt_version}" for one in scored]
     return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
 
 
-def _row(scored: _Scored, placing: Placing | None, interval: Interval) -> LeaderboardRow:
+def _row(scored: _Scored, placing: Placing | None, interval: Estimate) -> LeaderboardRow:
     means: dict[str, Any] = dict(zip(COLUMNS, scored.means.tolist(), strict=True))
     return LeaderboardRow(
         model=scored.model,

@@ -1,12 +1,12 @@
 """The combined tier: one leaderboard from few human scores and many automatic ones.
 
 Each cell's mean composite (and each criterion) is the prediction-powered estimate of
-`compare._ppi`: the automatic judge's scores on every run, corrected by the human-judge
+`stats._ppi`: the automatic judge's scores on every run, corrected by the human-judge
 difference on the runs a human scored in the experiment's judging order (`compare._order`).
 Ranks and standings follow from paired comparisons as in the other tiers
 (`compare._standing.place`), here t tests of the paired difference of two estimates; each
 comparison with the leader is also an anytime-valid confidence sequence
-(`compare._confseq`), which says when the leader is decided.
+(`stats._confseq`), which says when the leader is decided.
 
 Without a judging order the human scores' sampling is unknown: no estimate is made, and
 the leaderboard says why (so does the promotion gate, which then falls back to the tiers).
@@ -24,14 +24,6 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench.compare._anytime import AnytimeLeader, anytime_leader
-from tipbench.compare._confseq import (
-    LeaderDecision,
-    cell_scenarios,
-    scenario_count,
-    scenarios_needed,
-    sequences,
-)
-from tipbench.compare._floor import resolution_variance
 from tipbench.compare._judging import judging_status
 from tipbench.compare._leaderboard import (
     COLUMNS,
@@ -42,10 +34,27 @@ from tipbench.compare._leaderboard import (
 )
 from tipbench.compare._loop import Queues, snapshot
 from tipbench.compare._order import JudgingOrder
-from tipbench.compare._paired import half_width, t_p_value, t_quantile
-from tipbench.compare._ppi import Estimates, Judged, Sample, estimate
-from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
-from tipbench.compare._stats import PairedComparison, min_attainable_p
+from tipbench.compare._standing import Placing, place
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    Estimates,
+    Judged,
+    LeaderDecision,
+    PairedComparison,
+    Sample,
+    cell_scenarios,
+    estimate,
+    half_width,
+    min_attainable_p,
+    resolution_variance,
+    scenario_count,
+    scenarios_needed,
+    sequences,
+    t_p_value,
+    t_quantile,
+)
+from tipbench.suite import CRITERIA
 from tipbench.tracking import CellRun, metric_name
 
 __all__ = [
@@ -116,8 +125,14 @@ def _with_scores(judged: Judged, runs: Sequence[CellRun], column: str) -> Judged
         human=np.where(judged.known | _human_judged(runs), _scores(runs, "human", column), np.nan),
         known=judged.known,
         pool=judged.pool,
-        floor=resolution_variance(column),
+        floor=score_floor(column),
     )
+
+
+def score_floor(column: str) -> float:
+    """The variance floor of a scenario value in `column` (`stats.resolution_variance`): the
+    composite adds up the rubric's integer criteria; a criterion, or a flag, is one."""
+    return resolution_variance(len(CRITERIA) if column == "composite" else 1)
 
 
 def _human_judged(runs: Sequence[CellRun]) -> npt.NDArray[np.bool_]:
@@ -150,7 +165,7 @@ def combined_state(runs: Sequence[CellRun], order: JudgingOrder | None) -> Combi
         np.where(scored, _scores(runs, "human", "composite"), np.nan),
         known,
         np.zeros(len(cells), dtype=np.intp),
-        resolution_variance("composite"),
+        score_floor("composite"),
     )
     queues = None
     if order is not None:

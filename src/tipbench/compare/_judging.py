@@ -22,12 +22,16 @@ import numpy.typing as npt
 from tipbench._words import counted
 from tipbench.compare._active import inclusion_by_turn
 from tipbench.compare._anytime import cannot_decide
-from tipbench.compare._confseq import LeaderDecision, cell_scenarios, sequence_radius
 from tipbench.compare._leaderboard import JudgingStatus
 from tipbench.compare._loop import Snapshot, next_units
-from tipbench.compare._paired import Difference
-from tipbench.compare._ppi import Estimates
-from tipbench.compare._standing import ALPHA
+from tipbench.stats import (
+    ALPHA,
+    Difference,
+    Estimates,
+    LeaderDecision,
+    cell_scenarios,
+    sequence_radius,
+)
 
 if TYPE_CHECKING:
     from tipbench.compare._combined import CombinedState

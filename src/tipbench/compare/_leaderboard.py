@@ -9,9 +9,17 @@ from typing import Any, Literal
 
 from tipbench.compare._anytime import AnytimeLeader
 from tipbench.compare._notes import board_notes
-from tipbench.compare._standing import ALPHA, CONFIDENCE, Standing, is_first, rank_text
-from tipbench.compare._stats import IntervalMethod, PairedComparison, Verdict, verdict
+from tipbench.compare._standing import Standing, is_first, rank_text
 from tipbench.judge import JudgeCalibration
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    IntervalMethod,
+    PairedComparison,
+    Verdict,
+    json_number,
+    verdict,
+)
 from tipbench.suite import SCORE_NAMES
 
 Status = Literal["ranked", "insufficient data"]
@@ -21,10 +29,6 @@ BOARD_TIERS: tuple[BoardTier, ...] = ("human", "auto", "combined")
 DEFAULT_MIN_SCENARIOS = 3
 COLUMNS: tuple[str, ...] = ("composite", *SCORE_NAMES)
 """The per-cell means, in the order rows and tables show them."""
-
-
-def _number(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -54,10 +58,10 @@ class CombinedFigures:
         return {
             "n_human": self.n_human,
             "n_human_scenarios": self.n_human_scenarios,
-            "n_effective": _number(self.n_effective),
-            "lambda": _number(self.lam),
-            "cs_low": _number(self.cs_low),
-            "cs_high": _number(self.cs_high),
+            "n_effective": json_number(self.n_effective),
+            "lambda": json_number(self.lam),
+            "cs_low": json_number(self.cs_low),
+            "cs_high": json_number(self.cs_high),
         }
 
 
@@ -199,21 +203,21 @@ class LeaderboardRow:
             "n_scenarios": self.n_scenarios,
             "n_runs": self.n_runs,
             "n_candidates": self.n_candidates,
-            **{column: _number(self.mean(column)) for column in COLUMNS},
-            "ci_low": _number(self.ci_low),
-            "ci_high": _number(self.ci_high),
+            **{column: json_number(self.mean(column)) for column in COLUMNS},
+            "ci_low": json_number(self.ci_low),
+            "ci_high": json_number(self.ci_high),
             "ci_method": self.ci_method,
             "vs_leader": None
             if vs is None
             else {
                 "n_pairs": vs.n_pairs,
-                "diff": _number(vs.mean_diff),
-                "ci_low": _number(vs.ci_low),
-                "ci_high": _number(vs.ci_high),
+                "diff": json_number(vs.mean_diff),
+                "ci_low": json_number(vs.ci_low),
+                "ci_high": json_number(vs.ci_high),
                 "ci_method": vs.ci_method,
-                "p_value": _number(vs.p_value),
+                "p_value": json_number(vs.p_value),
                 "exact": vs.exact,
-                "min_p_value": _number(vs.min_p_value),
+                "min_p_value": json_number(vs.min_p_value),
                 "verdict": verdict(vs, ALPHA),
             },
             "tied_with_leader": self.tied_with_leader,

@@ -17,8 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench.compare._active import next_cells, queue_inclusion
-from tipbench.compare._confseq import LeaderDecision, decide_leader
-from tipbench.compare._ppi import Estimates, Judged, Sample, estimate
+from tipbench.stats import Estimates, Judged, LeaderDecision, Sample, decide_leader, estimate
 
 __all__ = ["Queues", "Snapshot", "next_units", "snapshot"]
 

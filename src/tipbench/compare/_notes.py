@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tipbench._words import counted
-from tipbench.compare._standing import ALPHA
-from tipbench.compare._stats import EXACT_MAX_PAIRS, pairs_needed
+from tipbench.stats import ALPHA, EXACT_MAX_PAIRS, pairs_needed
 
 if TYPE_CHECKING:
     from tipbench.compare._leaderboard import Leaderboard, LeaderboardRow

@@ -11,7 +11,6 @@ from tipbench._phase import PhaseConfig
 from tipbench._progress_events import Phase
 from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
 from tipbench.compare import (
-    ALPHA,
     BOARD_TIERS,
     DEFAULT_MIN_SCENARIOS,
     Leaderboard,
@@ -31,6 +30,7 @@ from tipbench.judge import (
     previous_judge_file,
 )
 from tipbench.pipeline._export import export_in_order
+from tipbench.stats import ALPHA
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore, data_dir
 

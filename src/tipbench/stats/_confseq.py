@@ -22,7 +22,7 @@ only the C - 1 sequences that involve B can do that, whichever cell leads when.
 
 A comparison has a sequence only when both cells have human scores on at least as many
 scenarios as a paired test needs to reach p < α (`pairs_needed`: 6 at 0.05), the same rule
-as the other tiers', and its variance never goes below the floor (`compare._floor`).
+as the other tiers', and its variance never goes below the floor (`stats._floor`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._paired import Difference, differences
-from tipbench.compare._ppi import Estimates, Judged, Sample
-from tipbench.compare._stats import pairs_needed
+from tipbench.stats._estimate import ALPHA
+from tipbench.stats._paired import Difference, differences
+from tipbench.stats._ppi import Estimates, Judged, Sample
+from tipbench.stats._sign_flip import pairs_needed
 
 __all__ = [
     "MIN_DF",
@@ -43,8 +44,11 @@ __all__ = [
     "cell_scenarios",
     "decide_leader",
     "normal_mixture_bound",
+    "scenario_count",
+    "scenarios_needed",
     "sequence_radius",
     "sequences",
+    "small_sample_factor",
 ]
 
 _Float = npt.NDArray[np.float64]
@@ -199,7 +203,7 @@ def decide_leader(
     judged: Judged,
     sample: Sample,
     estimates: Estimates,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     n_opt: float | None = None,
 ) -> LeaderDecision:
     """Whether each pool's leader is decided by anytime-valid sequences (see module doc).

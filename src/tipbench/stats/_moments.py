@@ -1,9 +1,9 @@
 """Weighted moments per cell, averaged per scenario, pooled across a leaderboard.
 
-The pieces of `compare._ppi`'s variances: second moments of (human, judge) per cell
+The pieces of `stats._ppi`'s variances: second moments of (human, judge) per cell
 (`_spread`), scenario values from a cell's runs (`_by_scenario`: the scenario is the unit),
 and a variance read from a few human scores pooled with the leaderboard's other cells and
-held above the floor (`_pooled`, `compare._floor`).
+held above the floor (`_pooled`, `stats._floor`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from tipbench.compare._ppi import Judged
+    from tipbench.stats._ppi import Judged
 
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]

@@ -3,7 +3,7 @@
 Two cells are compared on the same scenarios, so their scenario parts are paired: the
 variance of the difference subtracts their covariance across scenarios, read on scenario
 values (a scenario's runs averaged first: the scenario is the unit). A difference's variance
-never goes below the floor of two scenario values (`compare._floor`): two cells that moved
+never goes below the floor of two scenario values (`stats._floor`): two cells that moved
 together on a few scenarios have shown no spread, not proved that there is none.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._ppi import Estimates, Judged, Sample, _imputed
+from tipbench.stats._ppi import Estimates, Judged, Sample, _imputed
 
 __all__ = ["Difference", "differences", "half_width", "t_p_value", "t_quantile"]
 

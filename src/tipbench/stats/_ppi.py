@@ -27,8 +27,8 @@ is scored; the runs are the sampling's unit) and the scenarios themselves (a cel
 are a sample of the situations it will meet). The **scenario is the unit** of the latter:
 each cell's runs are first averaged per scenario, and the spread is read across those
 scenario values (cluster-robust by scenario: several runs of one scenario share its effect
-and are not independent evidence). No variance is taken below the floor of `compare._floor`.
-Two cells compared on the same scenarios are paired (`compare._paired`).
+and are not independent evidence). No variance is taken below the floor of `stats._floor`.
+Two cells compared on the same scenarios are paired (`stats._paired`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._moments import (
+from tipbench.stats._estimate import CONFIDENCE
+from tipbench.stats._moments import (
     _by_scenario,
     _mean_of_pool,
     _pooled,
@@ -66,7 +67,7 @@ class Judged:
         human: (U,) the human's score; NaN where no human scored it.
         known: (U,) the human's score was there before sampling began: it stands for itself.
         pool: (C,) cells that share λ (one pool per leaderboard; a simulation runs many).
-        floor: The least variance of one scenario's value (`compare._floor`).
+        floor: The least variance of one scenario's value (`stats._floor`).
     """
 
     cell: _Int
@@ -388,5 +389,5 @@ def estimate(judged: Judged, sample: Sample, *, use_judge: bool = True) -> Estim
 def _t(df: _Float) -> _Float:
     from scipy.special import stdtrit
 
-    out: _Float = np.asarray(stdtrit(df, 0.975), dtype=np.float64)
+    out: _Float = np.asarray(stdtrit(df, 0.5 + CONFIDENCE / 2.0), dtype=np.float64)
     return out

@@ -23,10 +23,10 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from tipbench.stats._estimate import ALPHA, CONFIDENCE, Estimate, IntervalMethod
+
 __all__ = [
     "EXACT_MAX_PAIRS",
-    "Interval",
-    "IntervalMethod",
     "PairedComparison",
     "Verdict",
     "bootstrap_mean_ci",
@@ -41,11 +41,6 @@ __all__ = [
 
 Verdict = Literal["different", "not different", "inconclusive"]
 """What a paired comparison lets one say; see `verdict`."""
-
-IntervalMethod = Literal["sign-flip", "bootstrap", "none", "ppi"]
-"""How an interval was made: exact (inverting the sign-flip test, up to `EXACT_MAX_PAIRS`
-values), percentile bootstrap (above), none (too few values for any interval), or, in the
-combined tier, the t interval of a prediction-powered estimate (`compare._ppi`)."""
 
 EXACT_MAX_PAIRS = 16
 """Up to this many pairs the sign-flip test enumerates all 2**n flips; above, it samples."""
@@ -72,7 +67,7 @@ class PairedComparison:
             nothing can be significant.
         ci_method: How the interval was made.
         cs_low: Lower end of the difference's anytime-valid confidence sequence (NaN: none;
-            the combined tier and the promotion gate make one, `compare._confseq`).
+            the combined tier and the promotion gate make one, `stats._confseq`).
         cs_high: Its upper end. Where a comparison has a sequence, "significantly ahead"
             means the sequence excludes 0 (`anytime`), not the single-look test.
 
@@ -95,16 +90,6 @@ class PairedComparison:
     def anytime(self) -> bool:
         """The comparison carries a confidence sequence (valid however often one looks)."""
         return not (math.isnan(self.cs_low) or math.isnan(self.cs_high))
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval of a mean, and how it was made (NaN ends: no interval)."""
-
-    mean: float
-    low: float
-    high: float
-    method: IntervalMethod
 
 
 def min_attainable_p(n_pairs: int, n_resamples: int = 10_000) -> float:
@@ -165,7 +150,10 @@ def _bootstrap(
 
 
 def bootstrap_mean_ci(
-    values: Sequence[float], confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
+    values: Sequence[float],
+    confidence: float = CONFIDENCE,
+    n_resamples: int = 10_000,
+    seed: int = 0,
 ) -> tuple[float, float, float]:
     """The mean of ``values`` and its percentile-bootstrap confidence interval.
 
@@ -213,7 +201,9 @@ def _sign_flip_bounds(x: _FloatArray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def sign_flip_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def sign_flip_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float]:
     """The exact confidence interval that inverts the sign-flip test of the mean.
 
     Every centre ``d`` that the two-sided sign-flip test of ``values - d`` does not reject
@@ -240,19 +230,25 @@ def sign_flip_interval(values: Sequence[float], confidence: float = 0.95) -> tup
 
 def _interval(
     x: _FloatArray, confidence: float, n_resamples: int, rng: np.random.Generator
-) -> Interval:
-    if len(x) == 0 or len(x) > EXACT_MAX_PAIRS:
+) -> Estimate:
+    n = len(x)
+    if n == 0 or n > EXACT_MAX_PAIRS:
         mean, low, high = _bootstrap(x, confidence, n_resamples, rng)
-        return Interval(mean, low, high, "bootstrap" if len(x) else "none")
+        method: IntervalMethod = "bootstrap" if n else "none"
+        return Estimate(mean, low, high, method, n=n, confidence=confidence)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
     low, high = _sign_flip_bounds(x, confidence)
-    return Interval(float(x.mean()), low, high, "none" if math.isnan(low) else "sign-flip")
+    method = "none" if math.isnan(low) else "sign-flip"
+    return Estimate(float(x.mean()), low, high, method, n=n, confidence=confidence)
 
 
 def mean_interval(
-    values: Sequence[float], confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
-) -> Interval:
+    values: Sequence[float],
+    confidence: float = CONFIDENCE,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> Estimate:
     """The mean of ``values`` and the confidence interval that fits their number.
 
     Up to `EXACT_MAX_PAIRS` values the exact `sign_flip_interval` (none at all below
@@ -300,7 +296,7 @@ def _sign_flip_p_value(
 def paired_comparison(
     leader: Mapping[str, float],
     other: Mapping[str, float],
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> PairedComparison:
@@ -336,7 +332,7 @@ def paired_comparison(
         p_value, exact = _sign_flip_p_value(diffs, n_resamples, np.random.default_rng(perm_seed))
     return PairedComparison(
         n_pairs=len(diffs),
-        mean_diff=interval.mean,
+        mean_diff=interval.value,
         ci_low=interval.low,
         ci_high=interval.high,
         p_value=p_value,
@@ -347,7 +343,7 @@ def paired_comparison(
     )
 
 
-def tied(comparison: PairedComparison, alpha: float = 0.05) -> bool:
+def tied(comparison: PairedComparison, alpha: float = ALPHA) -> bool:
     """Whether the two sides are not significantly different at level ``alpha``.
 
     Decided by the permutation p-value alone (``p_value >= alpha``), not by the bootstrap
@@ -365,7 +361,7 @@ def tied(comparison: PairedComparison, alpha: float = 0.05) -> bool:
     return math.isnan(comparison.p_value) or comparison.p_value >= alpha
 
 
-def verdict(comparison: PairedComparison, alpha: float = 0.05) -> Verdict:
+def verdict(comparison: PairedComparison, alpha: float = ALPHA) -> Verdict:
     """What the comparison shows at level ``alpha``: the test and the interval must agree.
 
     - "different": the permutation test is significant (``p < alpha``) and the bootstrap
