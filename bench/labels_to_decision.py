@@ -12,13 +12,13 @@ heteroscedastic run noise; `tipbench._dev.ppi_sim`). The automatic judge is bias
 one model's cells, contrary inside the leading cell, generous at the ceiling, or useless.
 
 Each experiment is judged one run at a time through the product's judging loop
-(`compare._loop`: the page's next run, then the gate's standing after every label); the
+(`judging`: the page's next run, then the gate's standing after every label); the
 count stops when the leader is decided (every other cell's confidence sequence below it,
 every cell's human scores on 6+ scenarios), or when every run is judged. Three ways:
 
   (h) uniform order, the human scores alone (λ = 0: the human tier's information);
   (u) uniform order, combined with the judge's scores (PPI++);
-  (a) active order (`compare._active`), combined.
+  (a) active order (`judging.next_cells`), combined.
 
 It prints, per judge, the share of experiments decided, the share that named a wrong
 leader (the budget is α = 5% whatever the order), the median and mean human judgements to

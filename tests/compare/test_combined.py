@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from support.judged_runs import JudgedCell, uniform, write_cells
 from tipbench.cli import cli
-from tipbench.compare import current_order, ensure_order, leaderboards_for
+from tipbench.compare import leaderboards_for
 from tipbench.judge import record_scores
+from tipbench.judging import current_order, ensure_order
 from tipbench.tracking import TrackingStore
 
 MODEL = "ollama:m"

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from tipbench._dev.ppi_sim import World, simulate, with_human
-from tipbench.compare._active import queue_clocks, queue_inclusion
-from tipbench.compare._loop import Queues, next_units, snapshot
+from tipbench.judging import Queues, next_units, queue_clocks, queue_inclusion, snapshot
 
 
 def test_a_queue_prefix_and_its_inclusion_probabilities_by_hand() -> None:

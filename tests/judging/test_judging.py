@@ -12,14 +12,15 @@ from click.testing import CliRunner
 
 from support.judged_runs import JudgedCell, scores, write_cells
 from tipbench.cli import cli
-from tipbench.compare import (
+from tipbench.judge import record_scores
+from tipbench.judging import (
     current_order,
     judging_state,
     judging_status,
     next_run,
+    score_floor,
     serving_order,
 )
-from tipbench.judge import record_scores
 from tipbench.tracking import CellRun, Scores, TrackingStore
 
 MODEL = "ollama:m"
@@ -163,3 +164,10 @@ def test_three_scenarios_cannot_be_decided_and_say_so(
     assert result.exit_code == 0, result.output
     assert "cannot be decided on 3 scenarios: collect at least 6" in result.output
     assert "more judgment" not in result.output
+
+
+def test_the_floor_of_each_score_column() -> None:
+    """The composite adds the rubric's three integer criteria (3/12); a criterion, or a flag,
+    is one integer score (1/12)."""
+    assert score_floor("composite") == pytest.approx(0.25)
+    assert score_floor("relevance") == score_floor("format_ok") == pytest.approx(1 / 12)

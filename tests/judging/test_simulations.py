@@ -1,7 +1,7 @@
 """Seeded simulations of the product's judging loop (issue 31, item 7).
 
 Each drives the functions the judging page, `judge export`, `compare` and `promote` run
-(`compare._loop.snapshot`, `next_units`, `estimate`, `decide_leader`, `human_decision`) on
+(`judging.snapshot`, `next_units`, `estimate`, `decide_leader`, `human_decision`) on
 300 simulated experiments at once (`tipbench._dev.ppi_sim`): integer 1–5 criteria with a
 ceiling, heteroscedastic run noise, two runs per scenario (six in the coverage test), and
 four judges of our own design (one biased for one model's cells only, one anti-correlated

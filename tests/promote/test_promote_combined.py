@@ -9,8 +9,8 @@ from mlflow import MlflowClient
 
 from support.cli import tipbench
 from support.judged_runs import JudgedCell, scores, write_cells
-from tipbench.compare import ensure_order
 from tipbench.judge import record_scores
+from tipbench.judging import ensure_order
 from tipbench.promote import promote_prompt
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore

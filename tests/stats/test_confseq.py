@@ -1,8 +1,9 @@
 """Anytime-valid comparisons with the leader (issue 23, items 4 and 5; issue 31).
 
-Their behaviour under peeking, on simulated experiments, is in `test_simulations.py`.
-`confseq` (the test-confseq extra, which scripts/test builds) is imported by the one test
-that reads it, so that the others run on a plain `pip install -e .[test]`."""
+Their behaviour under peeking, on simulated experiments, is in
+`tests/judging/test_simulations.py`. `confseq` (the test-confseq extra, which scripts/test
+builds) is imported by the one test that reads it, so that the others run on a plain
+`pip install -e .[test]`."""
 
 from __future__ import annotations
 

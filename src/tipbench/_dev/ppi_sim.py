@@ -18,7 +18,7 @@ Four automatic judges score every run:
 
 Its noise grows with the run's difficulty, which the judge reports (an active order's
 rates). Many experiments are handed to the product at once as one `Judged` whose pools are
-the experiments; `race` then runs the product's loop on them (`compare._loop.snapshot` and
+the experiments; `race` then runs the product's loop on them (`judging.snapshot` and
 `next_units`: the same calls the judging page makes), revealing one human score per
 experiment per step and reading the promotion gate's standing (`decide_leader` in the
 combined tier, `human_decision` in the human tier) after every label.
@@ -32,9 +32,14 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._active import queue_clocks, queue_inclusion
-from tipbench.compare._anytime import human_decision
-from tipbench.compare._loop import Queues, next_units, snapshot
+from tipbench.judging import (
+    Queues,
+    human_decision,
+    next_units,
+    queue_clocks,
+    queue_inclusion,
+    snapshot,
+)
 from tipbench.stats import Judged, Sample, resolution_variance, scenario_count
 
 JUDGES = ("biased", "contrary", "ceiling", "useless")

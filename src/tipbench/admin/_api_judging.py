@@ -15,7 +15,6 @@ from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
 from tipbench.admin._deps import ExperimentName, Store
-from tipbench.compare import JudgingStatus, judging_state, judging_status, next_run
 from tipbench.judge import (
     Item,
     JudgeFile,
@@ -25,6 +24,7 @@ from tipbench.judge import (
     fetch_candidates,
     judge_file_for,
 )
+from tipbench.judging import JudgingStatus, judging_state, judging_status, next_run
 from tipbench.pipeline import scores_written
 from tipbench.suite import content_hash
 from tipbench.tracking import SOURCE_PAGE

@@ -17,7 +17,6 @@ from tipbench._words import counted
 from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
 from tipbench.cli._judge_calibrate import calibrate_command
-from tipbench.compare import ORDERS, Order
 from tipbench.judge import (
     ApplyResult,
     ExportResult,
@@ -27,6 +26,7 @@ from tipbench.judge import (
     scored_pairs,
     tier_agreement,
 )
+from tipbench.judging import ORDERS, Order
 from tipbench.pipeline import export_in_order
 from tipbench.stats import json_number
 from tipbench.tracking import TrackingStore, check_experiment

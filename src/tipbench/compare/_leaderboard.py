@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tipbench.compare._anytime import AnytimeLeader
 from tipbench.compare._notes import board_notes
 from tipbench.compare._standing import Standing, is_first, rank_text
 from tipbench.judge import JudgeCalibration
+from tipbench.judging import AnytimeLeader, JudgingStatus
 from tipbench.stats import (
     ALPHA,
     CONFIDENCE,
@@ -62,40 +62,6 @@ class CombinedFigures:
             "lambda": json_number(self.lam),
             "cs_low": json_number(self.cs_low),
             "cs_high": json_number(self.cs_high),
-        }
-
-
-@dataclass(frozen=True)
-class JudgingStatus:
-    """How the human judging stands for the combined tier.
-
-    Attributes:
-        order: The experiment's judging order ("active", "uniform"), None if none began.
-        sampling_known: Every human score used was drawn with a known probability (false
-            when human scores exist but no order was recorded before them).
-        decided: The leader is decided: every other cell's confidence sequence lies below it.
-        expected_more: About how many more human judgements the decision needs (None when
-            decided, unknown, or out of reach on these scenarios).
-        message: What the judging page says after each save.
-        unused: Human-scored runs not used yet (scored out of turn: a run before them in
-            their cell's queue still waits).
-    """
-
-    order: str | None
-    sampling_known: bool
-    decided: bool
-    expected_more: int | None
-    message: str
-    unused: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "sampling_known": self.sampling_known,
-            "decided": self.decided,
-            "expected_more": self.expected_more,
-            "message": self.message,
-            "unused": self.unused,
         }
 
 

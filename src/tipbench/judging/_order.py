@@ -9,7 +9,7 @@ or the judging page first opened, makes that so:
   rate is 1, or ``1 + uncertainty`` in an active order (the share of its candidates the
   automatic judge had to be asked again, frozen when the order starts);
 - within each cell the runs queue by clock; what counts is each queue's scored prefix
-  (`compare._active.queue_inclusion`);
+  (`judging._active.queue_inclusion`);
 - runs a human had scored before the order began stand for themselves (``known``).
 
 An order is kept until the judge asks for the other kind (`--order`): a new one then starts,

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from tipbench._words import counted
-from tipbench.compare._active import inclusion_by_turn
-from tipbench.compare._anytime import cannot_decide
-from tipbench.compare._leaderboard import JudgingStatus
-from tipbench.compare._loop import Snapshot, next_units
+from tipbench.judging._active import inclusion_by_turn
+from tipbench.judging._anytime import cannot_decide
+from tipbench.judging._loop import Snapshot, next_units
 from tipbench.stats import (
     ALPHA,
     Difference,
@@ -34,12 +33,55 @@ from tipbench.stats import (
 )
 
 if TYPE_CHECKING:
-    from tipbench.compare._combined import CombinedState
+    from tipbench.judging._state import CombinedState
     from tipbench.tracking import CellRun
 
-__all__ = ["Plan", "inclusion_at_turn", "judging_status", "next_run", "plan", "serving_order"]
+__all__ = [
+    "JudgingStatus",
+    "Plan",
+    "inclusion_at_turn",
+    "judging_status",
+    "next_run",
+    "plan",
+    "serving_order",
+]
 
 _Int = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class JudgingStatus:
+    """How the human judging stands for the combined tier.
+
+    Attributes:
+        order: The experiment's judging order ("active", "uniform"), None if none began.
+        sampling_known: Every human score used was drawn with a known probability (false
+            when human scores exist but no order was recorded before them).
+        decided: The leader is decided: every other cell's confidence sequence lies below it.
+        expected_more: About how many more human judgements the decision needs (None when
+            decided, unknown, or out of reach on these scenarios).
+        message: What the judging page says after each save.
+        unused: Human-scored runs not used yet (scored out of turn: a run before them in
+            their cell's queue still waits).
+    """
+
+    order: str | None
+    sampling_known: bool
+    decided: bool
+    expected_more: int | None
+    message: str
+    unused: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "sampling_known": self.sampling_known,
+            "decided": self.decided,
+            "expected_more": self.expected_more,
+            "message": self.message,
+            "unused": self.unused,
+        }
+
 
 
 def judging_status(state: CombinedState) -> JudgingStatus:

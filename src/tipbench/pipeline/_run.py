@@ -14,7 +14,6 @@ from tipbench.compare import (
     BOARD_TIERS,
     DEFAULT_MIN_SCENARIOS,
     Leaderboard,
-    cannot_decide,
     leaderboards_for,
     log_leaderboard,
     plot_leaderboards,
@@ -29,6 +28,7 @@ from tipbench.judge import (
     auto_judge,
     previous_judge_file,
 )
+from tipbench.judging import cannot_decide
 from tipbench.pipeline._export import export_in_order
 from tipbench.stats import ALPHA
 from tipbench.suite import load_suite

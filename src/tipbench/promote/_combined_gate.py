@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tipbench.compare import AnytimeLeader, Leaderboard, LeaderboardRow
+from tipbench.compare import Leaderboard, LeaderboardRow
+from tipbench.judging import AnytimeLeader
 from tipbench.promote._registry import ProductionPrompt
 from tipbench.stats import ALPHA, PairedComparison, json_number, pairs_needed
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tipbench.compare import AnytimeLeader, Leaderboard, LeaderboardRow
+from tipbench.compare import Leaderboard, LeaderboardRow
+from tipbench.judging import AnytimeLeader
 from tipbench.promote._combined_gate import CombinedEvidence, combined_usable, decide_combined
 from tipbench.promote._registry import ProductionPrompt
 from tipbench.stats import ALPHA, PairedComparison, json_number, pairs_needed, verdict
