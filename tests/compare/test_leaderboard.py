@@ -14,6 +14,7 @@ from tipbench._errors import TrackingError
 from tipbench.compare import (
     Leaderboard,
     build_leaderboard,
+    leaderboard_document,
     leaderboard_for,
     leaderboard_warnings,
     leaderboards_for,
@@ -176,9 +177,12 @@ def test_build_leaderboard_is_a_pure_function_of_the_runs(judged: JudgedExperime
         build_leaderboard(runs, "human", min_scenarios=0)
 
 
-def test_to_dict_is_plain_json(judged: JudgedExperiment) -> None:
+def test_the_document_is_plain_json_with_the_notes_after_the_rows(
+    judged: JudgedExperiment,
+) -> None:
     human = board(judged)
-    document = json.loads(json.dumps(human.to_dict(), allow_nan=False))
+    document = json.loads(json.dumps(leaderboard_document(human), allow_nan=False))
+    assert list(document)[list(document).index("rows") + 1] == "notes"
     assert document["experiment"] == judged.name and document["tier"] == "human"
     assert document["leader"] == {"model": ALPHA, "prompt_version": "v1"}
     assert [row["rank"] for row in document["rows"]] == [1, 1, 3, None]

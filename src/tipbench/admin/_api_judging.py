@@ -25,6 +25,7 @@ from tipbench.judge import (
     judge_file_for,
 )
 from tipbench.judging import JudgingStatus, judging_state, judging_status, next_run
+from tipbench.orchestration import announce_judged
 from tipbench.pipeline import scores_written
 from tipbench.suite import content_hash
 from tipbench.tracking import SOURCE_PAGE
@@ -169,7 +170,9 @@ def save_scores(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"not saved: {result.failed[0][1]}"
         )
     if result.applied or result.drafted:
-        after = scores_written(store, experiment, final=bool(result.applied))
+        after = scores_written(
+            store, experiment, final=bool(result.applied), announce=announce_judged
+        )
         for warning in after.warnings:
             logger.warning("%s", warning)  # the scores are saved either way
     state = judging_state(store, experiment, start=False)

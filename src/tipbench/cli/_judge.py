@@ -166,9 +166,12 @@ def apply_command(
             result = apply_judge_file(store, experiment, path, judge, force=force)
     report_apply(result)
     if result.applied or result.drafted:
-        from tipbench.pipeline import scores_written  # compare loads only now
+        from tipbench.orchestration import announce_judged  # compare and httpx load only now
+        from tipbench.pipeline import scores_written
 
-        after = scores_written(store, experiment, final=bool(result.applied))
+        after = scores_written(
+            store, experiment, final=bool(result.applied), announce=announce_judged
+        )
         if after.refreshed:
             click.echo(f"refreshed the logged leaderboard (run {after.refreshed})")
         for warning in after.warnings:

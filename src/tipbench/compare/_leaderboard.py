@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tipbench.compare._notes import board_notes
 from tipbench.compare._standing import Standing, is_first, rank_text
 from tipbench.judge import JudgeCalibration
 from tipbench.judging import AnytimeLeader, JudgingStatus
@@ -246,8 +245,11 @@ class Leaderboard:
         raise KeyError(f"{model}|{prompt_version}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole leaderboard as JSON-ready values: what the CLI prints and the API returns,
-        with the notes that the table prints under it."""
+        """The leaderboard's figures as JSON-ready values (NaN and infinities as None).
+
+        What the CLI prints and the API return is `compare.leaderboard_document`: these
+        figures with the notes the table prints under it (`compare._notes`, which reads a
+        leaderboard: one module cannot hold both without a circle)."""
         leader = self.leader
         return {
             "experiment": self.experiment,
@@ -260,7 +262,6 @@ class Leaderboard:
             if leader is None
             else {"model": leader.model, "prompt_version": leader.prompt_version},
             "rows": [row.to_dict() for row in self.rows],
-            "notes": board_notes(self),
             **(
                 {"calibration": [c.to_dict() for c in self.calibration]}
                 if self.tier == "auto"

@@ -33,8 +33,9 @@ from tipbench.stats._confseq import (
 )
 from tipbench.stats._estimate import ALPHA, CONFIDENCE, Estimate, IntervalMethod, json_number
 from tipbench.stats._floor import STEP_VARIANCE, resolution_variance
+from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._paired import Difference, differences, half_width, t_p_value, t_quantile
-from tipbench.stats._ppi import Estimates, Judged, Sample, estimate
+from tipbench.stats._ppi import Estimates, estimate
 from tipbench.stats._sign_flip import (
     EXACT_MAX_PAIRS,
     PairedComparison,

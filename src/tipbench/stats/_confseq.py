@@ -33,8 +33,9 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench.stats._estimate import ALPHA
+from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._paired import Difference, differences
-from tipbench.stats._ppi import Estimates, Judged, Sample
+from tipbench.stats._ppi import Estimates
 from tipbench.stats._sign_flip import pairs_needed
 
 __all__ = [

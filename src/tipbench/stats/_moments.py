@@ -9,13 +9,11 @@ held above the floor (`_pooled`, `stats._floor`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from tipbench.stats._ppi import Judged
+from tipbench.stats._judged import Judged
 
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.stats._ppi import Estimates, Judged, Sample, _imputed
+from tipbench.stats._judged import Judged, Sample
+from tipbench.stats._ppi import Estimates, _imputed
 
 __all__ = ["Difference", "differences", "half_width", "t_p_value", "t_quantile"]
 

@@ -34,11 +34,13 @@ Two cells compared on the same scenarios are paired (`stats._paired`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from tipbench.stats._estimate import CONFIDENCE
+from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._moments import (
     _by_scenario,
     _mean_of_pool,
@@ -48,112 +50,11 @@ from tipbench.stats._moments import (
     _sums,
 )
 
-__all__ = ["Estimates", "Judged", "Sample", "estimate"]
+__all__ = ["Estimates", "estimate"]
 
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]
 _Bool = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True)
-class Judged:
-    """One score (composite, or a criterion) on every unit (run) of a leaderboard's cells.
-
-    Attributes:
-        cell: (U,) each unit's cell, 0 .. C-1.
-        scenario: (U,) each unit's scenario, pairing units of different cells.
-        weight: (U,) each unit's weight in its cell's mean; a cell's weights sum to 1.
-        auto: (U,) the judge's score; NaN where it did not score the unit.
-        human: (U,) the human's score; NaN where no human scored it.
-        known: (U,) the human's score was there before sampling began: it stands for itself.
-        pool: (C,) cells that share λ (one pool per leaderboard; a simulation runs many).
-        floor: The least variance of one scenario's value (`stats._floor`).
-    """
-
-    cell: _Int
-    scenario: _Int
-    weight: _Float
-    auto: _Float
-    human: _Float
-    known: _Bool
-    pool: _Int
-    floor: float = 0.0
-
-    @property
-    def n_cells(self) -> int:
-        return len(self.pool)
-
-    @property
-    def n_pools(self) -> int:
-        return int(self.pool.max()) + 1 if len(self.pool) else 0
-
-    @property
-    def n_scenarios(self) -> int:
-        return int(self.scenario.max()) + 1 if len(self.scenario) else 1
-
-    @classmethod
-    def build(
-        cls,
-        cell: _Int,
-        scenario: _Int,
-        auto: _Float,
-        human: _Float,
-        known: _Bool,
-        pool: _Int,
-        floor: float = 0.0,
-    ) -> Judged:
-        """Units weighted so that each scenario weighs the same in its cell (its runs share
-        its weight); ``pool`` has one entry per cell."""
-        c = len(pool)
-        s = int(scenario.max()) + 1 if len(scenario) else 1
-        flat = cell * s + scenario
-        per_group = np.bincount(flat, minlength=c * s)[flat].astype(np.float64)
-        groups = np.bincount(cell, weights=1.0 / per_group, minlength=c)
-        weight = 1.0 / (per_group * groups[cell]) if len(cell) else np.zeros(0)
-        return cls(cell, scenario, weight, auto, human, known, pool, floor)
-
-    def human_tier(self) -> Judged:
-        """The human-scored units alone, each standing for itself, without the judge: the
-        human tier's figures (a cell's mean over its human-judged scenarios)."""
-        scored = np.flatnonzero(~np.isnan(self.human))
-        return Judged.build(
-            self.cell[scored],
-            self.scenario[scored],
-            np.full(len(scored), np.nan),
-            self.human[scored],
-            np.ones(len(scored), dtype=bool),
-            self.pool,
-            self.floor,
-        )
-
-
-@dataclass(frozen=True)
-class Sample:
-    """The human scores an estimate may use, and the probability each had of being scored.
-
-    Attributes:
-        unit: (m,) the sampled units (each once), every one with a human score.
-        inclusion: (m,) each one's inclusion probability: k / M within a cell whose M open
-            units came in a uniformly shuffled order and the first k were scored; unequal
-            when some runs were more likely to be served than others (`judging_order`).
-    """
-
-    unit: _Int
-    inclusion: _Float
-
-    @classmethod
-    def uniform(cls, judged: Judged, unit: _Int) -> Sample:
-        """A simple random sample within each cell: inclusion = scored / open units."""
-        c = judged.n_cells
-        sampled = np.bincount(judged.cell[unit], minlength=c).astype(np.float64)
-        size = np.bincount(judged.cell[~judged.known], minlength=c).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            inclusion = (sampled / size)[judged.cell[unit]]
-        return cls(np.asarray(unit, dtype=np.intp), inclusion)
-
-    @classmethod
-    def none(cls) -> Sample:
-        return cls(np.zeros(0, dtype=np.intp), np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -190,6 +91,17 @@ class Estimates:
     lam: _Float
     unit_variance: _Float
     residual_variance: _Float
+
+
+class _Figures(NamedTuple):
+    """A cell's variance read one way (the judge's scores at λ, or the human scores alone)."""
+
+    variance: _Float  # scenario + sampling
+    scenario: _Float  # from the cell's scenarios being a sample
+    sampling: _Float  # from scoring only a sample of the runs
+    df: _Float  # Satterthwaite's degrees of freedom
+    unit: _Float  # the variance of one scenario's value
+    residual: _Float  # one run's residual variance (human − λ · judge)
 
 
 def _imputed(judged: Judged) -> _Float:
@@ -325,7 +237,7 @@ def estimate(judged: Judged, sample: Sample, *, use_judge: bool = True) -> Estim
     open_weight = _sums(judged.cell, np.where(judged.known, 0.0, w), c)
     fully_known = open_weight <= 0.0
 
-    def figures(lam: _Float, fitted: bool) -> tuple[_Float, ...]:
+    def figures(lam: _Float, fitted: bool) -> _Figures:
         # One run's residual variance, on every human-scored run of the cell: what the
         # unscored runs may still hide (the sampling's unit is the run).
         residual, dof = _pooled(judged, pop.runs.residual(lam), pop.runs.dof)
@@ -348,41 +260,39 @@ def estimate(judged: Judged, sample: Sample, *, use_judge: bool = True) -> Estim
         with np.errstate(invalid="ignore", divide="ignore"):
             df = variance**2 / (judged_part**2 / pop.judge_dof + rest**2 / human_dof)
         df = np.where(rest > 0, df, pop.judge_dof)
-        return variance, scenario, sampling, df, unit, residual
+        return _Figures(variance, scenario, sampling, df, unit, residual)
 
     fitted = use_judge
     lam = _pooled_lambda(judged, d)[judged.pool] if use_judge else np.zeros(c)
     with_judge = figures(lam, fitted)
     alone = figures(np.zeros(c), False)
     # The judge never widens a cell's interval: where it would, the human scores alone.
-    judged_width = _t(with_judge[3]) ** 2 * with_judge[0]
-    keep = np.isfinite(judged_width) & ~(judged_width > _t(alone[3]) ** 2 * alone[0])
+    judged_width = _t(with_judge.df) ** 2 * with_judge.variance
+    keep = np.isfinite(judged_width) & ~(judged_width > _t(alone.df) ** 2 * alone.variance)
     lam = np.where(keep, lam, 0.0)
-    variance, scenario, sampling, df, unit, residual = (
-        np.where(keep, a, b) for a, b in zip(with_judge, alone, strict=True)
-    )
+    kept = _Figures(*(np.where(keep, a, b) for a, b in zip(with_judge, alone, strict=True)))
     known_sum = _sums(judged.cell, w * np.where(judged.known, judged.human, 0.0), c)
     open_auto = _sums(judged.cell, np.where(judged.known, 0.0, w * auto), c)
     with np.errstate(invalid="ignore"):
         mean = known_sum + open_weight * d.y + lam * (open_auto - open_weight * d.f)
     mean = np.where(fully_known, known_sum, mean)
     empty = np.bincount(judged.cell, minlength=c) == 0
-    mean, variance = np.where(empty, np.nan, mean), np.where(empty, np.nan, variance)
+    mean, variance = np.where(empty, np.nan, mean), np.where(empty, np.nan, kept.variance)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_effective = unit / variance
+        n_effective = kept.unit / variance
     return Estimates(
         mean=mean,
         variance=variance,
-        scenario_variance=scenario,
-        sampling_variance=sampling,
-        df=df,
+        scenario_variance=kept.scenario,
+        sampling_variance=kept.sampling,
+        df=kept.df,
         n_human=pop.n_labelled,
         n_human_scenarios=pop.n_scenarios,
         n_sampled=d.distinct,
         n_effective=n_effective,
         lam=lam,
-        unit_variance=unit,
-        residual_variance=np.where(fully_known, np.nan, residual),
+        unit_variance=kept.unit,
+        residual_variance=np.where(fully_known, np.nan, kept.residual),
     )
 
 
