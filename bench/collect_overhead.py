@@ -77,12 +77,12 @@ import _baseline_llamacpp
 from _arms import Replay, full_cells, paths_of, request_pair, tipbench_command
 from _cpu import CpuMeter, Timed, run_timed
 from _report import ArmResult, best_ratio, median_ratio, print_arms, spread
-from tipbench._dev.servers import MlflowServer
 from tipbench.backends import BackendOptions, open_backend
 from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid
 from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS
+from tipbench_dev.servers import MlflowServer
 
 TARGET = 1.10
 #: What MLflow's GenAI records may add: b/a with them over b0/a without (issue 22).

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tipbench._dev.servers import free_port, stop_group
+from tipbench_dev.servers import free_port, stop_group
 
 BIN = str(Path(sys.executable).parent)  # `airflow` starts its components by name
 
@@ -94,7 +94,7 @@ class AirflowHome:
     def dag_test(self, dag_id: str, conf: dict[str, Any], **env: str) -> DagTestRun:
         """`dag.test(run_conf=conf)` of one of tipbench's DAGs, in a subprocess."""
         done = subprocess.run(
-            [sys.executable, "-m", "tipbench._dev.dag_test", str(self.dags), dag_id,
+            [sys.executable, "-m", "tipbench_dev.dag_test", str(self.dags), dag_id,
              json.dumps(conf)],
             capture_output=True, text=True, env=self.env(**env), check=False, timeout=1800,
         )  # fmt: skip

@@ -27,8 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tipbench._dev.airflow import BIN, AirflowHome
-from tipbench._dev.servers import ServerProcess, free_port, stop_group
+from tipbench_dev.airflow import BIN, AirflowHome
+from tipbench_dev.servers import ServerProcess, free_port, stop_group
 
 
 def worker_name() -> str:
@@ -131,7 +131,7 @@ class CeleryDeployment:
             # a dead worker's task is found within seconds, not the default 5 minutes
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
-            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tipbench._dev.airflow_celery.worker_name",
+            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tipbench_dev.airflow_celery.worker_name",
             **self.extra_env,
         }
 

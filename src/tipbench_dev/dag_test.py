@@ -1,6 +1,6 @@
 """Run one of tipbench's DAGs with `dag.test()` in this process; print what happened as JSON.
 
-Usage: python -m tipbench._dev.dag_test DAGS_FOLDER DAG_ID CONF_JSON
+Usage: python -m tipbench_dev.dag_test DAGS_FOLDER DAG_ID CONF_JSON
 
 Runs in a subprocess of the test (or benchmark) so that Airflow's configuration (AIRFLOW_HOME, its
 database) and logging stay out of pytest's process. The last line of stdout is

@@ -1,6 +1,6 @@
 """Run `python -m llama_cpp.server` with the model loaded as tipbench loads it.
 
-    python -m tipbench._dev.llama_server --model MODEL.gguf [llama_cpp.server's options]
+    python -m tipbench_dev.llama_server --model MODEL.gguf [llama_cpp.server's options]
 
 tipbench loads GGUF models without llama.cpp's extra CPU buffer types, whose AMX path
 segfaults on this machine's CPU; the server gets the same treatment so it can run here.

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from types import TracebackType
 
-from tipbench._dev.servers import free_port
+from tipbench_dev.servers import free_port
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 

@@ -157,7 +157,7 @@ class LlamaCppServer(ServerProcess):
 
     def command(self) -> list[str]:
         command = [
-            sys.executable, "-m", "tipbench._dev.llama_server",
+            sys.executable, "-m", "tipbench_dev.llama_server",
             "--model", str(self.model_path), "--model_alias", self.alias,
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
         ]  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench._dev.ppi_sim import World, simulate, with_human
 from tipbench.judging import Queues, next_units, queue_clocks, queue_inclusion, snapshot
+from tipbench_dev.ppi_sim import World, simulate, with_human
 
 
 def test_a_queue_prefix_and_its_inclusion_probabilities_by_hand() -> None:

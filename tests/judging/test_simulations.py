@@ -2,7 +2,7 @@
 
 Each drives the functions the judging page, `judge export`, `compare` and `promote` run
 (`judging.snapshot`, `next_units`, `estimate`, `decide_leader`, `human_decision`) on
-300 simulated experiments at once (`tipbench._dev.ppi_sim`): integer 1–5 criteria with a
+300 simulated experiments at once (`tipbench_dev.ppi_sim`): integer 1–5 criteria with a
 ceiling, heteroscedastic run noise, two runs per scenario (six in the coverage test), and
 four judges of our own design (one biased for one model's cells only, one anti-correlated
 with the human inside a leading cell, a generous integer judge at the ceiling, noise).
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench._dev.ppi_sim import JUDGES, World, order_sample, race, simulate, with_human
 from tipbench.stats import differences, estimate, half_width
+from tipbench_dev.ppi_sim import JUDGES, World, order_sample, race, simulate, with_human
 
 N = 300
 ALPHA = 0.05

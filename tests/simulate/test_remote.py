@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from support.policy_server import TOKEN, PolicyServer
-from tipbench._dev.servers import POLICY_ADMIN_TOKEN
 from tipbench.simulate import SimulationConfig
 from tipbench.simulate._remote import RemoteTarget, simulate_remote
+from tipbench_dev.servers import POLICY_ADMIN_TOKEN
 
 pytestmark = pytest.mark.slow
 
