@@ -53,7 +53,6 @@ from tipbench.judge._file import (
     JudgeFileError,
     RubricRef,
     json_schema,
-    read_judge_file,
 )
 from tipbench.judge._human import (
     ApplyResult,
@@ -125,7 +124,6 @@ __all__ = [
     "parse_scores",
     "previous_judge_file",
     "quadratic_weighted_kappa",
-    "read_judge_file",
     "record_draft",
     "record_scores",
     "score_schema",
