@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +29,8 @@ from typing import Any
 
 from tipbench.backends import GenerationRequest
 from tipbench.collect import AnswerDone, Cell, parse_tips
+from tipbench.tracking import KIND_COLLECTION, KIND_TAG
+from tipbench_dev.servers import LlamaCppServer
 
 
 def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
@@ -142,3 +145,25 @@ def pin_server(server_cpus: str) -> frozenset[int] | None:
         raise SystemExit(f"--server-cpus {server_cpus}: name CPUs of this machine, not all")
     os.sched_setaffinity(0, others)
     return server
+
+
+def served(server: LlamaCppServer) -> int:
+    """Chat completions the server has answered so far (its access log), once the count
+    holds still: the last line is written just after its response went out."""
+    count = -1
+    while True:
+        now = server.log_text().count('"POST /v1/chat/completions')
+        if now == count:
+            return count
+        count = now
+        time.sleep(0.3)
+
+
+def collect_requests(client: Any, experiment: str) -> int:
+    """The generation requests collect made into `experiment` (its probe's included), from
+    its parent runs' `requests` metric."""
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return 0
+    parents = client.search_runs([exp.experiment_id], f"tags.`{KIND_TAG}` = '{KIND_COLLECTION}'")
+    return int(sum(run.data.metrics.get("requests", 0) for run in parents))

@@ -17,6 +17,7 @@ ARM_LABELS = {
     "t": "(t) schema, shortlist grammar",
     "a": "(a) replay of (b)'s requests",
     "b": "(b) tipbench collect (auto)",
+    "b1": "(b1) collect, first in its home",
     "bs": "(b:schema) collect, schema",
     "bo": "(b:off) collect, free only",
     "b0": "(b0) collect, no GenAI records",
@@ -32,6 +33,7 @@ class ArmResult:
     tokens: int
     full: int  # cells whose (final) answer parses into n_tips tips
     cells: int
+    requests: int = 0  # generation requests the arm made (collect's probe included)
 
     @property
     def tokens_per_s(self) -> float:
@@ -87,6 +89,14 @@ def print_arms(
         "(b) generation paths: "
         + ", ".join(f"{p} {[counts.get(p, 0) for counts in paths]}" for p in names)
     )
+    print(
+        "requests per round: "
+        + ", ".join(
+            f"{ARM_LABELS[key].split()[0]} {[r[key].requests for r in rounds]}"
+            for key in ARM_LABELS
+            if key in rounds[0]
+        )
+    )
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "NOT met"
@@ -114,6 +124,12 @@ def print_arms(
         for key in ("bs", "bo"):
             label = ARM_LABELS[key].split()[0]
             print(f"(b)/{label} wall clock: {spread(per_round(key), per_round('b'))}")
+        if "b1" in best:  # a first collect: its probe, and its home's store template
+            first = median_ratio(faster, per_round("b1"))
+            print(
+                f"(b1)/faster of (b:schema), (b:off): {spread(faster, per_round('b1'))}"
+                f"   (a first collect in its home; printed, no target: median {first:.3f})"
+            )
     for key, what in (("s", "every request constrained, as before"), ("t", "schema, shortlist")):
         if key in best:
             cost = best[key].tokens_per_s / best["u"].tokens_per_s

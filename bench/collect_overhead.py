@@ -13,7 +13,11 @@ several arms, each a fresh process, wall clock from process start to exit:
       free answers cut where collect cuts them) with the same model settings (n_ctx, plain
       CPU buffers, TIPBENCH_LLAMA_THREADS) and grammar sampling (the shortlist);
   (b:schema), (b:off) `tipbench collect --structured schema` and `--structured off`: the
-      default against the faster of always constraining and never constraining (issue 24);
+      default against the faster of always constraining and never constraining (issues 24,
+      34: target ≤ 1.05 on the 24-cell grid and on the README's 9 cells, `--readme-grid`);
+  (b1) the same as (b), first in the round's new home: a user's first collect, which asks
+      the probe that chooses the model's path and remembers its answers (issue 36); (b),
+      (b0) and the modes run after it, as later collects do, choosing from memory;
   (b0) `tipbench collect --no-genai-records`: (b) without MLflow's GenAI records (a trace
       per cell, the rules' flags as assessments, the prompts in the Prompt Registry), run
       next to (b) in every round, before it in odd rounds and after it in even ones: what
@@ -29,7 +33,8 @@ Per arm it prints wall time, completion tokens, tokens/s (inside the requests) a
 of cells parsing into n_tips tips, with the targets (printed, not part of the exit status):
 (b) tokens/s ≥ 0.9 × (u), ≥ 95 % of (b)'s cells with n_tips tips, and, as medians of the
 per-round ratios with their range, (b)/(a) ≤ 1.05 and (b)/faster of (b:schema), (b:off)
-≤ 1.05.
+≤ 1.05; each arm's generation requests per round (collect's from its parent run's `requests`
+metric), so that a change of path between rounds shows.
 
 It prints b/a (target ≤ 1.10) and b0/a, what the GenAI records add (b/b0, target ≤ 1.02:
 b/a grows by at most 2 %), the model loads per grid (must equal the number of models),
@@ -40,7 +45,7 @@ script waits (up to --quiet-wait seconds) for other processes to go idle, and it
 CPU they used meanwhile.
 
     python bench/collect_overhead.py [--n-scenarios N] [--prompts v1,v2-mentor]
-                                     [--n-tips N] [--repeat K] [--threads T]
+                                     [--n-tips N] [--readme-grid] [--repeat K] [--threads T]
                                      [--quiet-wait SECONDS] [--with-s]
 
 Exit status: 0 if b/a ≤ 1.10, every cold grid loaded each model once, MLflow holds one
@@ -74,7 +79,14 @@ from pathlib import Path
 from typing import Any
 
 import _baseline_llamacpp
-from _arms import Replay, full_cells, paths_of, request_pair, tipbench_command
+from _arms import (
+    Replay,
+    collect_requests,
+    full_cells,
+    paths_of,
+    request_pair,
+    tipbench_command,
+)
 from _cpu import CpuMeter, Timed, run_timed
 from _report import ArmResult, best_ratio, median_ratio, print_arms, spread
 from tipbench.backends import BackendOptions, open_backend
@@ -85,6 +97,8 @@ from tipbench.tracking import CELL_RUNS
 from tipbench_dev.servers import MlflowServer
 
 TARGET = 1.10
+#: The README's grid (`--readme-grid`): the default prompts on the first 3 scenarios.
+README_SCENARIOS = 3
 #: What MLflow's GenAI records may add: b/a with them over b0/a without (issue 22).
 GENAI_TARGET = 1.02
 # Environment that would point either side somewhere else.
@@ -325,13 +339,14 @@ def warm_up(server_url: str, model_paths: list[str], env: dict[str, str]) -> Non
 
 
 def bare_arm(timed: Timed, output: dict[str, Any], grid: Grid) -> ArmResult:
-    """An arm of plain llama-cpp-python, from its marks and its answers."""
+    """An arm of plain llama-cpp-python, from its marks and its answers (one per request)."""
     return ArmResult(
         timed.seconds,
         request_seconds(timed),
         sum(output["tokens"].values()),
         full_cells(output["texts"], grid.cells, grid.config.n_tips),
         len(grid.cells),
+        len(output["texts"]),
     )
 
 
@@ -395,14 +410,15 @@ class Round:
         return self.a.quiet(server_too=True) and self.b.quiet()
 
 
-def collect_arm(timed: Timed, runs: list[Any], grid: Grid) -> ArmResult:
-    """An arm of `tipbench collect`, from its time and its cell runs."""
+def collect_arm(timed: Timed, runs: list[Any], grid: Grid, requests: int) -> ArmResult:
+    """An arm of `tipbench collect`, from its time, its cell runs and its request count."""
     return ArmResult(
         timed.seconds,
         sum(r.data.metrics.get("latency_s", 0.0) for r in runs),
         int(sum(r.data.metrics.get("completion_tokens", 0) for r in runs)),
         sum(r.data.metrics.get("candidate_count", 0) >= grid.config.n_tips for r in runs),
         len(grid.cells),
+        requests,
     )
 
 
@@ -458,6 +474,12 @@ def one_round(
         if arm == "u" and replay is None:
             replay = Replay.of(output["pieces"], grid.config.n_tips)
 
+    # (b1) first: a first collect in the round's new home, which asks the probe that chooses
+    # the model's path and remembers its answers; every later collect of the round (a user's
+    # second and later ones) chooses from memory
+    first = f"{experiment}-first"
+    command_b1 = tipbench_command() + grid.collect_args(first, server.url)
+    timed_b1 = timed_run("(b1) tipbench collect, first in its home", command_b1, env_b)
     # (b) and (b0) next to each other, each first in every other round; then (a), which
     # replays the requests (b) made, as its cells' paths tell
     plain = f"{experiment}-no-genai"
@@ -486,7 +508,7 @@ def one_round(
         command = tipbench_command() + grid.collect_args(other, server.url, mode)
         result = timed_run(f"(b:{mode}) tipbench collect --structured {mode}", command, env_b)
         mode_runs = cell_runs(client, other)
-        arms[arm] = collect_arm(result, mode_runs, grid)
+        arms[arm] = collect_arm(result, mode_runs, grid, collect_requests(client, other))
 
     finished = sum(r.info.status == "FINISHED" for r in runs)
     attempts = sum(r.data.metrics.get("attempts", 1) for r in runs)
@@ -495,8 +517,11 @@ def one_round(
     baseline = output_a["texts"]
     same = same_responses(client, runs, baseline, work / "artifacts")
     arms["a"] = bare_arm(a, output_a, grid)
-    arms["b"] = collect_arm(b, runs, grid)
-    arms["b0"] = collect_arm(b0, runs_b0, grid)
+    arms["b"] = collect_arm(b, runs, grid, collect_requests(client, experiment))
+    arms["b0"] = collect_arm(b0, runs_b0, grid, collect_requests(client, plain))
+    arms["b1"] = collect_arm(
+        timed_b1, cell_runs(client, first), grid, collect_requests(client, first)
+    )
     paths: dict[str, int] = {}
     for path in paths_of(runs).values():
         paths[path] = paths.get(path, 0) + 1
@@ -652,6 +677,11 @@ def main() -> int:
     parser.add_argument("--n-scenarios", type=int, default=0, help="first N scenarios (0 = all)")
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS, help="comma-separated versions")
     parser.add_argument("--n-tips", type=int, default=5)
+    parser.add_argument(
+        "--readme-grid",
+        action="store_true",
+        help="the README's grid: 3 prompts x 3 scenarios, n_tips 5 (9 cells)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="rounds")
     parser.add_argument(
         "--with-s",
@@ -671,6 +701,8 @@ def main() -> int:
         "timed run (0 = do not wait)",
     )
     args = parser.parse_args()
+    if args.readme_grid:
+        args.prompts, args.n_scenarios, args.n_tips = DEFAULT_PROMPTS, README_SCENARIOS, 5
     check_baseline_copy()
     env = base_env(args.threads)
     with tempfile.TemporaryDirectory(prefix="tipbench-bench-") as tmp:

@@ -12,7 +12,8 @@ to exit, in a rotating order per round:
   tipbench   `tipbench collect --models openai:smollm2@135M --no-cache` (its defaults:
              `--structured auto`, free answers streamed and cut once they hold n_tips tips,
              a schema-constrained retry where they do not parse) into a new local store
-             (its home's store template built, as after a first collect);
+             (its home's store template built, and the model's path remembered, as after a
+             first collect: an untimed collect of at most three scenarios before round 1);
   tipbench:off  the same collect with `--structured off`: free answers only, the peers' kind
              of request (streamed and cut), no retry; where (tipbench) is slower than a peer
              this says how much of the gap is the retries the peers do not make;
@@ -52,9 +53,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from _arms import full_cells, pin_server, prepared_home
+from _arms import full_cells, pin_server, prepared_home, served
 from _report import ArmResult, spread
-from structured_server import _SCRUB, bare, collect_arm, plan, write
+from structured_server import _SCRUB, bare, collect_arm, plan, remembering, write
 from tipbench.backends._llamacpp import resolve_model_path
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig
 from tipbench_dev.servers import LlamaCppServer
@@ -106,18 +107,6 @@ class Outcome:
     arm: ArmResult
     texts: dict[str, str] | None = None
     requests: int = 0  # generation requests the server answered meanwhile
-
-
-def served(server: LlamaCppServer) -> int:
-    """Chat completions the server has answered so far (its access log), once the count
-    holds still: the last line is written just after its response went out."""
-    count = -1
-    while True:
-        now = server.log_text().count('"POST /v1/chat/completions')
-        if now == count:
-            return count
-        count = now
-        time.sleep(0.3)
 
 
 Arm = Callable[[Path], Outcome]
@@ -299,6 +288,8 @@ def main() -> int:
             timed = arms(grid, url, folder, env, tools)
             (folder / "warm-up").mkdir()
             warm = timed["bare"](folder / "warm-up")  # untimed: pages the model in
+            # untimed: the home learns the model's path, as after a first collect
+            collect_arm(remembering(config), url, folder / "remember", env)
             print(f"  warm-up done ({warm.arm.seconds:.1f} s)", flush=True)
             order = list(timed)
             for number in range(1, args.rounds + 1):

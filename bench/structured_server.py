@@ -15,7 +15,13 @@ and token budget collect uses), each a fresh process, wall clock from start to e
       `_arms.prepared_home`);
   (a) the same loop replaying the requests (b) made: per cell the path (b) took (free, free
       then schema, or schema), free answers streamed and cut where collect cuts them;
-  (b:schema), (b:off) the same collect with `--structured schema` and `--structured off`.
+  (b:schema), (b:off) the same collect with `--structured schema` and `--structured off`;
+  (b1) the same as (b) from a home of its own: a first collect, which asks the probe that
+      chooses the model's path (`docs/collect.md`); (b) and the others run from a home that
+      remembers it, as any later collect does (learned, untimed, before the first round).
+
+Each arm's generation requests are counted in the server's access log and printed per round,
+so that a change of path between rounds shows.
 
 It prints per arm wall time, time inside the requests, completion tokens, tokens/s and the
 share of cells parsing into n_tips tips, and the ratios with their targets: (b) tokens/s
@@ -43,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +60,7 @@ from _arms import (
     pin_server,
     prepared_home,
     request_pair,
+    served,
     tipbench_command,
 )
 from _report import ARM_LABELS, ArmResult, print_arms
@@ -146,9 +154,16 @@ def collect_arm(
 def report(number: int, key: str, arm: ArmResult) -> None:
     print(
         f"  round {number}: {ARM_LABELS[key]} {arm.seconds:.2f} s "
-        f"({arm.request_seconds:.2f} s in requests)",
+        f"({arm.request_seconds:.2f} s in requests, {arm.requests} requests)",
         flush=True,
     )
+
+
+def remembering(config: CollectConfig) -> CollectConfig:
+    """The smallest grid whose probe is `config`'s: the same prompts, the first three
+    scenarios at most (the probe asks no further one)."""
+    scenarios = config.n_scenarios if 0 < config.n_scenarios < 3 else 3
+    return config.model_copy(update={"n_scenarios": scenarios})
 
 
 def main() -> int:
@@ -182,18 +197,24 @@ def main() -> int:
             pieces = json.loads((folder / "warm.json").read_text())["pieces"]
             replay = Replay.of(pieces, n)
             print(f"  warm-up done ({warm.seconds:.1f} s)")
-            order = ["u", "s", "b", "bs", "bo"]
-            modes = {"b": "auto", "bs": "schema", "bo": "off"}
+            # untimed: the shared home learns the model's path, as after a first collect
+            collect_arm(remembering(config), url, folder / "remember", env)
+            order = ["u", "s", "b", "b1", "bs", "bo"]
+            modes = {"b": "auto", "b1": "auto", "bs": "schema", "bo": "off"}
             for number in range(1, args.repeat + 1):
                 arms: dict[str, ArmResult] = {}
-                for key in order[number - 1 :] + order[: number - 1]:  # rotate the order
+                shift = (number - 1) % len(order)
+                for key in order[shift:] + order[:shift]:  # rotate the order
                     work = folder / f"round-{number}-{key}"
                     work.mkdir()
-                    if key in modes:
-                        arms[key], cell_paths = collect_arm(config, url, work, env, modes[key])
+                    before = served(server)
+                    if key in modes:  # (b1): a first collect, from a home of its own
+                        home = prepared_home(work, env) if key == "b1" else env
+                        arms[key], cell_paths = collect_arm(config, url, work, home, modes[key])
                     else:
                         requests = {"u": free, "s": schema}[key]
                         arms[key] = bare(requests, url, work / "out.json", env, names, n)
+                    arms[key] = replace(arms[key], requests=served(server) - before)
                     report(number, key, arms[key])
                     if key == "b":  # (a) replays what (b) just did
                         ok = ok and arms[key].cells == len(names)
@@ -205,7 +226,9 @@ def main() -> int:
                             work / "replay.json",
                             [r for p in pairs for r in replay.following(cell_paths).requests(p)],
                         )
+                        before = served(server)
                         arms["a"] = bare(replayed, url, work / "a.json", env, names, n)
+                        arms["a"] = replace(arms["a"], requests=served(server) - before)
                         report(number, "a", arms["a"])
                 rounds.append(arms)
     print()

@@ -11,6 +11,7 @@ import pytest
 from tipbench._progress_events import (
     ErrorReported,
     Finished,
+    ModelLoading,
     PhaseStarted,
     ProgressEvent,
     ProgressEventError,
@@ -26,6 +27,7 @@ EVERY_KIND: list[ProgressEvent] = [
     TotalKnown(unit="candidates", total=12, done=4),
     StepDone(unit="candidates", done=5, total=12, item="m|v1|student-morning c1"),
     StepDone(unit="cells", done=1, total=3, item="m|v1|s", error="out of memory: ünïcode"),
+    ModelLoading(unit="candidates", model="llamacpp:smollm2-135m", loading=True),
     ErrorReported(message="error: ollama:x: cannot reach Ollama at http://h:9"),
     Finished(exit_code=130),
 ]
@@ -49,7 +51,7 @@ def test_a_file_gets_one_private_line_per_event_that_reads_back(tmp_path: Path) 
         ('{"v":2,"event":"phase","phase":"collect"}', "format v2"),
         ('{"event":"phase","phase":"collect"}', "format vNone"),
         ('{"v":1,"event":"progress","done":3}', "does not match any of the expected tags"),
-        ('{"v":1,"event":"total","unit":"runs","total":3,"done":0}', "'cells' or 'candidates'"),
+        ('{"v":1,"event":"total","unit":"runs","total":3,"done":0}', "'cells', 'candidates' or"),
         ("[1/3] m|v1|s ok", "not a progress event"),
     ],
 )

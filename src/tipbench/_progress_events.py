@@ -5,11 +5,14 @@ One JSON object per line, each with the format's version `v` and its kind `event
     {"v":1,"event":"phase","phase":"collect"}
     {"v":1,"event":"total","unit":"cells","total":24,"done":6}
     {"v":1,"event":"step","unit":"cells","done":7,"total":24,"item":"m|v1|s","error":null}
+    {"v":1,"event":"loading","unit":"candidates","model":"llamacpp:smollm2-135m","loading":true}
     {"v":1,"event":"error","message":"error: ollama:x: cannot reach Ollama at …"}
     {"v":1,"event":"finished","exit_code":0}
 
 `total` comes once per phase that counts steps (`done` > 0: a resumed run found that many
 already done); `step` once per finished cell or candidate (a failed one with its `error`);
+`loading` when a phase starts loading its model (`loading` true) and when the model is
+ready (false: the automatic judge has then also evaluated the rubric every request shares);
 `error` is the one line a command ends with when it refuses or is interrupted; `finished`
 its exit code (a run that crashed has none). The CLI writes them to the file named by
 `TIPBENCH_PROGRESS_EVENTS` (the job runner sets it); the Airflow tasks write them to their
@@ -38,8 +41,8 @@ EVENTS_VARIABLE = "TIPBENCH_PROGRESS_EVENTS"
 #: The format's version; a reader refuses events of another.
 FORMAT_VERSION: Final = 1
 
-Phase = Literal["collect", "judge", "export", "compare", "report"]
-Unit = Literal["cells", "candidates"]
+Phase = Literal["optimize", "collect", "judge", "export", "compare", "report"]
+Unit = Literal["cells", "candidates", "evaluations"]
 
 # The events are frozen dataclasses, validated by pydantic when read: pydantic is imported
 # by readers only, as every command imports this module and few write events.
@@ -79,6 +82,17 @@ class StepDone:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelLoading:
+    """The phase counting `unit` is loading `model` (`loading`), or has it ready (not)."""
+
+    v: Literal[1] = FORMAT_VERSION
+    event: Literal["loading"] = "loading"
+    unit: Unit
+    model: str
+    loading: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class ErrorReported:
     """The one line a command ended with: a refused input, an interruption."""
 
@@ -96,7 +110,7 @@ class Finished:
     exit_code: int
 
 
-ProgressEvent = PhaseStarted | TotalKnown | StepDone | ErrorReported | Finished
+ProgressEvent = PhaseStarted | TotalKnown | StepDone | ModelLoading | ErrorReported | Finished
 
 
 class ProgressEventError(TipbenchError):
@@ -194,6 +208,12 @@ class StepCounter:
     def begin(self, total: int, done: int) -> TotalKnown:
         self.total, self.done = total, done
         event = TotalKnown(unit=self.unit, total=total, done=done)
+        self.events.emit(event)
+        return event
+
+    def loading(self, model: str, loading: bool) -> ModelLoading:
+        """The phase's model is loading (`loading`), or ready."""
+        event = ModelLoading(unit=self.unit, model=model, loading=loading)
         self.events.emit(event)
         return event
 

@@ -228,3 +228,31 @@ def test_the_page_serves_the_judging_order_and_says_when_to_stop(
         "expected_more": None,
         "message": "the leader is decided: you can stop",
     }
+
+
+def test_the_page_and_the_judge_file_number_a_run_alike(
+    client: TestClient, sqlite_uri: str, experiment: str, tmp_path: Path
+) -> None:
+    """Issue 34: a run was `items[3]` in the judge file and "Item 2 of 9" on the page. Now
+    the file gives each item its number, the one the page shows for the same run, and the
+    numbers stay as runs are scored."""
+    record_cells(sqlite_uri, experiment, prompts=("v1", "v2-mentor", "v3-few-shot"), n_scenarios=3)
+    out = tmp_path / "judge.json"
+    result = tipbench("judge", "export", "--experiment", experiment, "--out", str(out),
+                      "--tracking-uri", sqlite_uri)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    numbers = {item["run_id"]: item["item"] for item in json.loads(out.read_text())["items"]}
+    assert sorted(numbers.values()) == list(range(1, 10))
+
+    for _ in range(3):  # the page's item, then the next once it is saved
+        shown = next_item(client, experiment)
+        item = shown["item"]
+        assert shown["total"] == 9 and shown["number"] == numbers[item["run_id"]]
+        assert item["item"] == shown["number"]
+        for candidate in item["candidates"]:
+            score(candidate, relevance=4)
+        assert save(client, experiment, item).json()["applied"] == 1
+    result = tipbench("judge", "export", "--experiment", experiment, "--out", str(out),
+                      "--tracking-uri", sqlite_uri)  # fmt: skip
+    again = {item["run_id"]: item["item"] for item in json.loads(out.read_text())["items"]}
+    assert len(again) == 6 and all(numbers[run_id] == n for run_id, n in again.items())

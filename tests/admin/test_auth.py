@@ -17,7 +17,8 @@ from tipbench.admin._pages import STATIC_DIR
 
 TOKEN = "test-admin-token-0123456789"
 OTHER = "second-admin-token-9876543210"
-PUBLIC = {("GET", "/login"), ("POST", "/login")}  # the login page itself
+# The login page itself, and the site's icon (browsers ask for it on the login page too).
+PUBLIC = {("GET", "/login"), ("POST", "/login"), ("GET", "/favicon.ico")}
 PARAMS = {"experiment": "tip-bench-auth", "job_id": "0" * 32, "path": "app.css"}
 
 
@@ -107,6 +108,19 @@ def test_bodies_are_capped_for_admins_and_on_the_login_page(client: TestClient) 
         assert client.post("/login", content=body, headers=form).status_code < 500, name
         answer = client.post("/api/bench/run", content=body, headers=admin)
         assert answer.status_code in (400, 422), (name, answer.text)
+
+
+def test_the_icon_is_public_and_tells_nothing(client: TestClient) -> None:
+    """Every page links /favicon.ico, the login page included: it answers without a
+    session (no 404 in any tab), the same constant SVG for everyone."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/svg+xml"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.content == (STATIC_DIR / "favicon.svg").read_bytes()
+    assert response.content.startswith(b"<svg") and b"<script" not in response.content
+    page = client.get("/login")
+    assert '<link rel="icon" href="/favicon.ico" type="image/svg+xml">' in page.text
 
 
 def test_swagger_ui_is_not_served_and_no_page_loads_anything_from_elsewhere(

@@ -8,6 +8,7 @@ from pathlib import Path
 from tipbench._progress_events import (
     ErrorReported,
     Finished,
+    ModelLoading,
     PhaseStarted,
     ProgressEvent,
     ProgressEvents,
@@ -133,3 +134,23 @@ def test_read_log(tmp_path: Path) -> None:
     assert read_log(log) == "a\nb\nc"
     assert read_log(log, tail=2) == "b\nc"
     assert read_log(log, tail=10) == "a\nb\nc"
+
+
+def test_the_judge_is_loading_from_its_loading_event_until_it_is_ready() -> None:
+    """Issue 34: the job card says "loading the judge model" while it does, not "0 of 6
+    candidates judged"; a collect model's loading is not the judge's."""
+    progress = Progress("judge", 9, 9)
+    events = [
+        TotalKnown(unit="candidates", total=6, done=0),
+        ModelLoading(unit="candidates", model="llamacpp:smollm2-135m", loading=True),
+    ]
+    for event in events:
+        progress = progress_after(progress, event)
+    assert (progress.judge_loading, progress.judged, progress.judge_total) == (
+        "llamacpp:smollm2-135m", 0, 6,
+    )  # fmt: skip
+    ready = ModelLoading(unit="candidates", model="llamacpp:smollm2-135m", loading=False)
+    progress = progress_after(progress, ready)
+    assert progress.judge_loading is None
+    collect = ModelLoading(unit="cells", model="llamacpp:smollm2-135m", loading=True)
+    assert progress_after(progress, collect).judge_loading is None

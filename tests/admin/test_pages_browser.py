@@ -416,6 +416,11 @@ def test_a_run_started_from_the_form_is_watched_to_its_leaderboard(
     expect(cells).to_have_text(re.compile(r"^[123] of 3 cells$"), timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#job-log")).to_contain_text("[1/3] llamacpp:smollm2-135m|v1|")
     shot(page, "bench-run-progress")
+    # Issue 34: while the judge loads its model and reads the rubric, its line says so
+    # (it read "0 of 6 candidates judged" for 46 s)
+    judged = page.locator("#job-judged")
+    expect(judged).to_have_text("loading the judge model…", timeout=RUN_TIMEOUT_MS)
+    shot(page, "issue34-bench-judge-loading")
     expect(state).to_have_text(re.compile("succeeded|failed|cancelled"), timeout=RUN_TIMEOUT_MS)
     assert state.inner_text() == "succeeded", page.locator("#job-error").inner_text()
     expect(page.locator("#job-cells")).to_have_text("3 of 3 cells")

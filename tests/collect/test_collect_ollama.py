@@ -23,7 +23,7 @@ from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import free_port
 from tipbench import BackendUnavailable, ModelNotFound, ModelTooLarge
 from tipbench.backends import RetryPolicy
-from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
+from tipbench.collect import PROBE_SEED, CellOutcome, CollectConfig, CollectResult, collect
 from tipbench.suite import load_suite
 from tipbench.tracking import CANDIDATES_FILE
 
@@ -136,10 +136,12 @@ def test_each_model_is_loaded_once_and_never_two_at_a_time(collected: Collected)
 
 
 def test_cells_run_model_major(collected: Collected) -> None:
+    # per model, within its one load: its probe (three free answers and the constrained
+    # answer that weighs them), then its four cells
     events = collected.server.events
     assert events == (
-        [("load", QWEN)] + [("chat", QWEN)] * 4 + [("unload", QWEN)]
-        + [("load", GEMMA)] + [("chat", GEMMA)] * 4 + [("unload", GEMMA)]
+        [("load", QWEN)] + [("chat", QWEN)] * (4 + 4) + [("unload", QWEN)]
+        + [("load", GEMMA)] + [("chat", GEMMA)] * (4 + 4) + [("unload", GEMMA)]
     )  # fmt: skip
 
 
@@ -194,11 +196,11 @@ def test_cell_runs_hold_the_params_tags_and_metrics_of_the_spec(collected: Colle
 
 def test_temperature_and_seed_reach_the_server(collected: Collected) -> None:
     generations = [r for r in collected.server.requests if r["messages"]]
-    assert len(generations) == 8
-    for sent in generations:
-        assert sent["options"]["temperature"] == 0.7
-        assert sent["options"]["seed"] == 42
-        assert sent.get("format") is None  # --structured auto: unconstrained first
+    assert all(sent["options"]["temperature"] == 0.7 for sent in generations)
+    cells = [sent for sent in generations if sent["options"]["seed"] < PROBE_SEED]
+    assert len(cells) == 8 and all(sent["options"]["seed"] == 42 for sent in cells)
+    # --structured auto: each model's probe (its own seeds) found free answers that pay
+    assert all(sent.get("format") is None for sent in cells)
 
 
 def test_cell_artifacts_are_real_artifacts(collected: Collected) -> None:
@@ -223,10 +225,15 @@ def test_cell_artifacts_are_real_artifacts(collected: Collected) -> None:
 # -- faults -------------------------------------------------------------------------------
 
 
+# The faults below hit the next requests: the cells' own under `--structured schema`, which
+# asks no probe first (faults met by the probe: `test_a_probe_request_that_fails_is_retried`).
+
+
 def test_transient_server_errors_are_retried(server: FakeOllama, sqlite_uri: str) -> None:
     server.fail_next(500)  # out of memory
     server.fail_next(503)  # queue full
-    result = collect(grid_config(server, prompts=["v1"]), tracking_uri=sqlite_uri, retry=FAST_RETRY)
+    config = grid_config(server, prompts=["v1"], structured="schema")
+    result = collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY)
     assert result.exit_code == 0 and result.succeeded == 4
 
     cells = Store.open(sqlite_uri).cells()
@@ -243,7 +250,8 @@ def test_a_cell_that_keeps_failing_is_recorded_failed_and_the_grid_goes_on(
 ) -> None:
     server.fail_next(503, count=2)
     retry = RetryPolicy(attempts=2, backoff_s=0.01)
-    result = collect(grid_config(server, prompts=["v1"]), tracking_uri=sqlite_uri, retry=retry)
+    config = grid_config(server, prompts=["v1"], structured="schema")
+    result = collect(config, tracking_uri=sqlite_uri, retry=retry)
 
     failed_name = cell_name(QWEN, "v1", SCENARIOS[0])
     assert result.exit_code == 1
@@ -267,7 +275,7 @@ def test_a_cell_that_keeps_failing_is_recorded_failed_and_the_grid_goes_on(
 
     # the re-run generates the failed cell only and replaces its run
     chats_before = len([e for e in server.events if e[0] == "chat"])
-    again = collect(grid_config(server, prompts=["v1"]), tracking_uri=sqlite_uri, retry=retry)
+    again = collect(config, tracking_uri=sqlite_uri, retry=retry)
     assert again.exit_code == 0
     assert (again.skipped, again.succeeded) == (3, 1)
     assert [e for e in server.events if e[0] == "chat"][chats_before:] == [("chat", QWEN)]
@@ -282,7 +290,9 @@ def test_a_cell_that_keeps_failing_is_recorded_failed_and_the_grid_goes_on(
 
 def test_a_failed_cell_records_how_often_it_was_tried(server: FakeOllama, sqlite_uri: str) -> None:
     server.fail_next(503, count=2)
-    config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1)
+    config = grid_config(
+        server, models=GRID[:1], prompts=["v1"], n_scenarios=1, structured="schema"
+    )
     result = collect(config, tracking_uri=sqlite_uri, retry=RetryPolicy(attempts=2, backoff_s=0.01))
     assert result.exit_code == 1
     (run,) = Store.open(sqlite_uri).cells().values()
@@ -309,21 +319,31 @@ def test_garbage_output_is_retried_with_the_next_seed(server: FakeOllama, sqlite
 def test_a_garbage_free_answer_is_asked_again_with_the_schema(
     server: FakeOllama, sqlite_uri: str
 ) -> None:
+    config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1, use_cache=False)
+    # a first collect probes the model (its free answers pay) and remembers it
+    learning = config.model_copy(update={"experiment": "tip-bench-learning"})
+    assert collect(learning, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    before = len(server.requests)
     server.garbage_next()
-    result = collect(
-        grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1),
-        tracking_uri=sqlite_uri,
-        retry=FAST_RETRY,
-    )
+    result = collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY)
     assert result.exit_code == 0
-    (run,) = Store.open(sqlite_uri).cells().values()
+    run = Store.open(sqlite_uri).cells()[cell_name(QWEN, "v1", SCENARIOS[0])]
     assert run.data.metrics["attempts"] == 1
     assert run.data.tags["generation_path"] == "free+schema"
     assert run.data.tags["parse_method"] == "json"
-    sent = [r for r in server.requests if r["messages"]]
+    sent = [r for r in server.requests[before:] if r["messages"]]
     assert [r["options"]["seed"] for r in sent] == [42, 42]  # the same request, constrained
     assert sent[0].get("format") is None
     assert sent[1]["format"]["properties"]["tips"]["minItems"] == 3
+
+
+def test_a_probe_request_that_fails_is_retried(server: FakeOllama, sqlite_uri: str) -> None:
+    server.fail_next(503)  # the probe's first request
+    config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1)
+    result = collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY)
+    assert result.exit_code == 0
+    assert result.paths[f"ollama:{QWEN}"].startswith("free first")  # as without the fault
+    assert result.requests == 1 + 4 + 1  # the failed one, the probe's four, the cell
 
 
 def paths(sqlite_uri: str) -> list[str]:
@@ -332,24 +352,28 @@ def paths(sqlite_uri: str) -> list[str]:
     return [run.data.tags["generation_path"] for run in cells]
 
 
-def test_auto_asks_with_the_schema_first_once_free_answers_do_not_pay(
+def test_auto_asks_with_the_schema_when_the_probes_free_answers_do_not_parse(
     server: FakeOllama, sqlite_uri: str
 ) -> None:
     server.free_garbage = True  # free answers never parse; schema-constrained ones do
-    server.token_s = 0.01  # requests take as long as their answers, not a noisy millisecond
     config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=0)
-    assert collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
-    # the first cell pays for a wasted free answer; the block then asks with the schema
-    assert paths(sqlite_uri) == ["free+schema"] + ["schema"] * 7
+    result = collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY)
+    assert result.exit_code == 0
+    # the probe's three free answers failed: every cell is asked with the schema at once
+    assert paths(sqlite_uri) == ["schema"] * 8
     free = [r for r in server.requests if r["messages"] and not r.get("format")]
-    assert len(free) == 1
+    assert [r["options"]["seed"] for r in free] == [PROBE_SEED, PROBE_SEED + 1, PROBE_SEED + 2]
+    assert result.requests == 3 + 8
+    assert result.paths[f"ollama:{QWEN}"].startswith("schema (probe, 3 requests now: 0 of 3")
 
 
 def test_auto_stays_free_while_free_answers_parse(server: FakeOllama, sqlite_uri: str) -> None:
     config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=0)
     assert collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
     assert paths(sqlite_uri) == ["free"] * 8
-    assert not [r for r in server.requests if r.get("format")]
+    # the probe weighed its usable free answers by one constrained answer; no cell needed one
+    constrained = [r["options"]["seed"] for r in server.requests if r.get("format")]
+    assert constrained == [PROBE_SEED]
 
 
 def test_a_model_over_the_size_limit_is_refused_before_any_chat(

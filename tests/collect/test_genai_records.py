@@ -130,8 +130,11 @@ def test_traces_are_searchable_by_model_prompt_and_scenario(
 def test_a_free_answer_asked_again_with_the_schema_shows_both_requests(
     server: FakeOllama, sqlite_uri: str
 ) -> None:
+    cfg = config(server, prompts=["v1"], n_scenarios=1, use_cache=False)
+    # a first collect probes the model (its free answers pay) and remembers it
+    collect(cfg.model_copy(update={"experiment": "tip-bench-learning"}), tracking_uri=sqlite_uri)
     server.garbage_next()
-    collect(config(server, prompts=["v1"], n_scenarios=1), tracking_uri=sqlite_uri)
+    collect(cfg, tracking_uri=sqlite_uri)
     (trace,) = Found(sqlite_uri).traces()
     requests = [s for s in trace.data.spans if s.name.startswith("request")]
     assert [s.name for s in requests] == ["request 1: free", "request 2: schema"]
@@ -142,9 +145,9 @@ def test_a_free_answer_asked_again_with_the_schema_shows_both_requests(
 def test_a_failed_request_is_a_failed_span_and_a_failed_cell_a_failed_trace(
     server: FakeOllama, sqlite_uri: str
 ) -> None:
-    server.fail_next(503, count=2)
+    server.fail_next(503, count=2)  # the cell's requests: --structured schema asks no probe
     retry = RetryPolicy(attempts=2, backoff_s=0.01)
-    cfg = config(server, prompts=["v1"], n_scenarios=1)
+    cfg = config(server, prompts=["v1"], n_scenarios=1, structured="schema")
     assert collect(cfg, tracking_uri=sqlite_uri, retry=retry).exit_code == 1
     (trace,) = Found(sqlite_uri).traces()
     assert trace.info.state.value == "ERROR"
@@ -167,8 +170,8 @@ def test_a_failed_request_is_a_failed_span_and_a_failed_cell_a_failed_trace(
 def test_a_transient_failure_then_an_answer_shows_both_requests(
     server: FakeOllama, sqlite_uri: str
 ) -> None:
-    server.fail_next(503)
-    cfg = config(server, prompts=["v1"], n_scenarios=1)
+    server.fail_next(503)  # the cell's first request: --structured schema asks no probe
+    cfg = config(server, prompts=["v1"], n_scenarios=1, structured="schema")
     assert collect(cfg, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
     (trace,) = Found(sqlite_uri).traces()
     requests = [s for s in trace.data.spans if s.name.startswith("request")]

@@ -36,6 +36,7 @@ from tipbench.judge import (
     score_schema,
 )
 from tipbench.judge._auto_flags import constant_score_warnings
+from tipbench.judge._auto_prompt import JudgeAnswer
 from tipbench.judge._record import record_scores
 from tipbench.suite import load_suite
 from tipbench.tracking import AUTO_ANSWERS_FILE, CELL_RUNS, TrackingStore
@@ -123,17 +124,20 @@ def test_embedded_judge_scores_a_real_grid_and_resumes(
     assert (first.temperature, first.seed, first.json_schema) == (0.0, 42, score_schema())
     assert first.messages[0][1].startswith(load_suite().rubric.text().strip())
     assert first.messages[1][1].count("# Candidate tip") == 1
-    # the rules own the flags: the recorded ones are collect's, the judge's own are kept
+    # the rules own the flags: the recorded ones are collect's; under the score schema the
+    # judge's answer ends after the criteria, so it gives no flags of its own
     path = MlflowClient(sqlite_uri).download_artifacts(run.info.run_id, "candidates.json")
     rules = {c["id"]: c for c in json.loads(Path(path).read_text())["candidates"]}
     answers = raw_answers(sqlite_uri, run)["candidates"]
-    own = json.loads(run.data.tags["auto_judge_flags"])
+    assert "auto_judge_flags" not in run.data.tags
     for cid, recorded in scores.items():
         assert (recorded.format_ok, recorded.overlong) == (
             rules[cid]["format_ok"], rules[cid]["overlong"],
         )  # fmt: skip
         answered = parse_scores(answers[cid][-1]["text"])
-        assert answered is not None and own[cid] == [answered.format_ok, answered.overlong]
+        assert answered is not None and answered.own_flags is None
+        assert set(json.loads(answers[cid][-1]["text"])) == {"relevance", "actionability", "tone"}
+        assert recorded.relevance == answered.relevance and recorded.tone == answered.tone
     # the human tier is untouched: still pending, no human metrics
     assert run.data.tags["judge_pending"] == "true"
     assert not HUMAN_METRICS & set(run.data.metrics)
@@ -368,21 +372,25 @@ def test_runs_of_another_rubric_are_refused_before_loading(
     ("text", "expected"),
     [
         ('{"relevance": 4, "actionability": 3, "tone": 5, "format_ok": 1, "overlong": 0}',
-         Scores(4, 3, 5, 1, 0)),
+         JudgeAnswer(4, 3, 5, 1, 0)),
         ('```json\n{"relevance": "2", "actionability": 1.0, "tone": 3, "format_ok": 0,'
-         ' "overlong": 1, "why": "vague"}\n```', Scores(2, 1, 3, 0, 1)),
+         ' "overlong": 1, "why": "vague"}\n```', JudgeAnswer(2, 1, 3, 0, 1)),
         ('Scores: {"relevance": 6, "actionability": 3, "tone": 5, "format_ok": 1, "overlong": 0}',
          None),
         ('{"relevance": 4, "actionability": 3, "tone": 5, "format_ok": true, "overlong": 0}',
          None),
-        ('{"relevance": 4, "actionability": 3, "tone": 5}', None),
+        ('{"relevance": 4, "actionability": 3, "tone": 5}', JudgeAnswer(4, 3, 5)),
+        ('{"relevance": 4, "actionability": 3, "tone": 5, "format_ok": 1}', JudgeAnswer(4, 3, 5)),
+        ('{"relevance": 4, "actionability": 3}', None),
         ('{"relevance": 4, "actionability": 3, "tone": 5, "format_', None),
         ("I would rate this tip highly.", None),
     ],
 )  # fmt: skip
 def test_parse_scores_accepts_only_complete_in_range_answers(
-    text: str, expected: Scores | None
+    text: str, expected: JudgeAnswer | None
 ) -> None:
+    """Every criterion in range, and the flags too where the judge gives them (both, or
+    they do not count as given: the rules' are recorded anyway)."""
     assert parse_scores(text) == expected
 
 
@@ -433,28 +441,26 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(
 def test_the_rules_own_the_flags(
     server: FakeOllama, grid: dict[str, Run], sqlite_uri: str, experiment: str
 ) -> None:
-    """The judge is asked for the flags too, and its answers may differ from the rules'
-    (the fake answers in-range values of its own, as SmolLM2 answered format_ok 0 where the
-    rules gave 1). The tier records the rules' flags; the judge's answer is kept beside."""
+    """The tier records the rules' flags and the judge's criteria. Under the score schema
+    the judge answers the criteria alone (its answer ends before the flags the prompt
+    names), so it keeps no flags of its own (`auto_judge_flags`)."""
     result = judge(server, sqlite_uri, experiment)
     assert result.exit_code == 0
-    differ = 0
     for run in cell_runs(sqlite_uri, experiment).values():
         recorded = assert_auto_judged(sqlite_uri, run, f"ollama:{JUDGE}")
         path = MlflowClient(sqlite_uri).download_artifacts(run.info.run_id, "candidates.json")
         rules = {c["id"]: c for c in json.loads(Path(path).read_text())["candidates"]}
         answers = raw_answers(sqlite_uri, run)["candidates"]
-        own = json.loads(run.data.tags["auto_judge_flags"])
+        assert "auto_judge_flags" not in run.data.tags
         for cid, scores in recorded.items():
             answered = parse_scores(answers[cid][-1]["text"])
-            assert answered is not None
+            assert answered is not None and answered.own_flags is None
             assert (scores.format_ok, scores.overlong) == (
                 rules[cid]["format_ok"], rules[cid]["overlong"],
             )  # fmt: skip
-            assert own[cid] == [answered.format_ok, answered.overlong]
-            assert scores.relevance == answered.relevance  # the criteria are the judge's
-            differ += own[cid] != [scores.format_ok, scores.overlong]
-    assert differ > 0  # the judge did answer other flags: the rules' were kept
+            assert (scores.relevance, scores.actionability, scores.tone) == (
+                answered.relevance, answered.actionability, answered.tone,
+            )  # the criteria are the judge's  # fmt: skip
     found = MlflowClient(sqlite_uri).get_experiment_by_name(experiment)
     assert found is not None and int(found.tags["tipbench.updated_at"]) > 0  # "Last update"
 

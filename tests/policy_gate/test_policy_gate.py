@@ -6,8 +6,8 @@ import pytest
 
 from support.policy_logs import row
 from tipbench.evaluate import evaluate, traffic_from_rows
-from tipbench.policy_gate import decide_promotion
-from tipbench.simulate import SimulationConfig, SimulationReport, simulate
+from tipbench.policy_gate import OFF_POLICY_MARGIN, decide_promotion, more_decisions
+from tipbench.simulate import SimulationConfig, SimulationReport, render_report, simulate
 
 
 @pytest.fixture(scope="module")
@@ -32,28 +32,100 @@ def test_a_challenger_that_wins_everywhere_is_promoted(simulation: SimulationRep
     off_policy = decision.conditions[2].figure
     assert off_policy.startswith("DR egreedy-v2 0.9")
     assert "vs observed egreedy-v1 0.5000 over 400 decisions" in off_policy
-    assert off_policy.endswith("over 400 decisions: not significantly worse")
-    assert decision.to_dict()["evidence"]["simulation"]["vs_live"]["n_pairs"] == 20
+    assert off_policy.endswith("over 400 decisions: a loss of 0.01 ruled out (lower bound > −0.01)")
+    evidence = decision.to_dict()["evidence"]
+    assert evidence["simulation"]["vs_live"]["n_pairs"] == 20
+    assert evidence["off_policy_margin"] == OFF_POLICY_MARGIN == 0.01
 
 
-def test_significantly_worse_off_policy_refuses(simulation: SimulationReport) -> None:
+def test_worse_by_more_than_the_margin_refuses(simulation: SimulationReport) -> None:
     evaluation = evaluate(traffic_from_rows(log((0.1, 0.9))), ["egreedy-v2"])
     decision = decide_promotion("egreedy-v2", "egreedy-v1", simulation, evaluation)
     assert not decision.promote
     off_policy = decision.conditions[2]
-    assert not off_policy.passed and off_policy.figure.endswith(": significantly worse")
+    assert not off_policy.passed
+    assert off_policy.figure.endswith(": worse than egreedy-v1 by more than 0.01")
 
 
-def test_without_enough_traffic_the_simulator_decides(simulation: SimulationReport) -> None:
-    small = evaluate(traffic_from_rows(log((0.1, 0.9), n=20)), ["egreedy-v2"])
+def test_an_interval_that_holds_minus_delta_asks_for_more_traffic(
+    simulation: SimulationReport,
+) -> None:
+    """Shadow and live policy alike (a true difference of 0): 400 decisions leave a loss of
+    0.01 possible, and the gate says about how many more would settle it; a log a fifth
+    longer than that does (it is an estimate: the difference moves as decisions come)."""
+    evaluation = evaluate(traffic_from_rows(log((0.5, 0.5))), ["egreedy-v2"])
+    decision = decide_promotion("egreedy-v2", "egreedy-v1", simulation, evaluation)
+    off_policy = decision.conditions[2]
+    assert not decision.promote and not off_policy.passed
+    comparison = evaluation.comparison("egreedy-v2")
+    assert comparison is not None and comparison.difference is not None
+    assert comparison.difference.low < -0.01 < comparison.difference.high
+    more = more_decisions(comparison, OFF_POLICY_MARGIN)
+    assert more is not None and 8_000 < more < 12_000  # (1.96 · 0.5 / 0.01)² − 400 ≈ 9,200
+    assert off_policy.figure.endswith(
+        f": cannot rule out a loss of 0.01: about {more:,} more shadow decisions expected"
+    )
+    longer = evaluate(traffic_from_rows(log((0.5, 0.5), n=400 + more * 6 // 5)), ["egreedy-v2"])
+    settled = decide_promotion("egreedy-v2", "egreedy-v1", simulation, longer)
+    assert settled.conditions[2].passed, settled.conditions[2].figure
+    # a wider margin is settable: with δ = 0.1 the 400 decisions suffice
+    wide = decide_promotion(
+        "egreedy-v2", "egreedy-v1", simulation, evaluation, off_policy_margin=0.1
+    )
+    assert wide.promote and wide.conditions[2].figure.endswith("ruled out (lower bound > −0.1)")
+
+
+def test_thin_traffic_refuses_asking_for_more(simulation: SimulationReport) -> None:
+    """A noisier, thinner log is no easier to pass: 20 decisions refuse, as 400 alike do."""
+    small = evaluate(traffic_from_rows(log((0.9, 0.1), n=20)), ["egreedy-v2"])
     decision = decide_promotion("egreedy-v2", "egreedy-v1", simulation, small)
-    assert decision.promote
+    assert not decision.promote
     assert decision.conditions[2].figure == (
         "too little data in the log (20 rewarded decisions with its probabilities; 100 needed): "
-        "the simulator decides"
+        "cannot rule out a loss of 0.01: about 80 more shadow decisions expected"
     )
+    rare = [row((0.99, 0.01), 0, 1.0, (0.0, 1.0)) for _ in range(150)]
+    rare += [row((0.99, 0.01), 1, 1.0, (0.0, 1.0))]
+    weak = evaluate(traffic_from_rows(rare), ["egreedy-v2"])
+    figure = decide_promotion("egreedy-v2", "egreedy-v1", simulation, weak).conditions[2]
+    assert not figure.passed and "effective sample size 1.0 below 30" in figure.figure
+    assert figure.figure.endswith(f"about {151 * 30 - 151:,} more shadow decisions expected")
+
+
+def test_only_a_log_without_usable_traffic_leaves_the_simulator_alone(
+    simulation: SimulationReport,
+) -> None:
     none = decide_promotion("egreedy-v2", "egreedy-v1", simulation, None)
-    assert none.conditions[2].figure.startswith("the decision log holds no rewarded decision")
+    assert none.promote
+    assert none.conditions[2].figure == (
+        "the decision log holds no rewarded decision: no usable traffic, the simulator "
+        "decides alone"
+    )
+    # a v2 challenger the log cannot replay: no decision carries v2 features
+    v1_only = [{**r, "shadows": []} for r in log((0.5, 0.5))]
+    unseen = evaluate(traffic_from_rows(v1_only), ["egreedy-v2"])
+    alone = decide_promotion("egreedy-v2", "egreedy-v1", simulation, unseen)
+    assert alone.promote and alone.conditions[2].figure.startswith(
+        "too little data in the log (cannot replay egreedy-v2: 400 rewarded decisions have "
+        "no v2 features logged"
+    )
+    assert alone.conditions[2].figure.endswith("no usable traffic, the simulator decides alone")
+    # probability on a tip the live policy never shows: the log cannot tell its worth
+    never = [row((1.0, 0.0), 0, 1.0, (0.5, 0.5)) for _ in range(200)]
+    blind = evaluate(traffic_from_rows(never), ["egreedy-v2"])
+    figure = decide_promotion("egreedy-v2", "egreedy-v1", simulation, blind).conditions[2]
+    assert figure.passed and figure.figure.startswith("no overlap in the log (50.0% of its")
+
+
+def test_too_few_seeds_say_so_instead_of_nan() -> None:
+    """With 2 seeds no 95% interval exists (6 are needed): `[+nan, +nan]` was printed."""
+    small = simulate(SimulationConfig(policies=("egreedy-v1", "egreedy-v2"), seeds=2, days=2))
+    decision = decide_promotion("egreedy-v2", "egreedy-v1", small.report, None)
+    figure = decision.conditions[1].figure
+    assert "(no 95% interval from 2 seeds: 6 needed), p = " in figure and "nan" not in figure
+    lines = render_report(small.report, "header")
+    versus = next(line for line in lines if line.startswith("egreedy-v2 "))
+    assert "(no 95% interval from 2 seeds: 6 needed) p = " in versus and "nan" not in versus
 
 
 def test_the_margin_and_the_live_policy(simulation: SimulationReport) -> None:

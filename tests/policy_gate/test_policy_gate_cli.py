@@ -47,6 +47,17 @@ def test_promote_dry_run_then_apply_then_refuse(state: str, sqlite_uri: str) -> 
     finally:
         store.close()
     common = ("--state-url", state, "--tracking-uri", sqlite_uri)
+    # 1,260 served decisions cannot rule out a loss of 0.01 per decision: refused, asking
+    # for more shadow traffic
+    thin = tipbench("policy", "promote", "--challenger", "egreedy-v2", *common)
+    assert thin.returncode == 3, thin.stderr
+    lines = thin.stdout.splitlines()
+    assert lines[0] == "REFUSE egreedy-v2 (live now: egreedy-v1)"
+    assert lines[3].startswith("  [ ] not worse off-policy: DR egreedy-v2 ")  # replayed
+    assert ": cannot rule out a loss of 0.01: about " in lines[3]
+    assert lines[3].endswith(" more shadow decisions expected")
+
+    common = (*common, "--off-policy-margin", "0.1")  # a loss of 0.1 is ruled out
     dry = tipbench("policy", "promote", "--challenger", "egreedy-v2", *common)
     assert dry.returncode == 0, dry.stderr
     lines = dry.stdout.splitlines()
@@ -55,6 +66,7 @@ def test_promote_dry_run_then_apply_then_refuse(state: str, sqlite_uri: str) -> 
     assert lines[2].startswith("  [x] beats live in the simulator: egreedy-v2 − egreedy-v1 = +")
     assert lines[3].startswith("  [x] not worse off-policy: DR egreedy-v2 ")  # replayed
     assert "vs observed egreedy-v1 " in lines[3] and "over 1,260 decisions" in lines[3]
+    assert lines[3].endswith(": a loss of 0.1 ruled out (lower bound > −0.1)")
     assert lines[4].startswith("dry run: nothing changed")
     assert roles(state) == Roles("egreedy-v1", ("linucb",))
 

@@ -9,7 +9,15 @@ from dataclasses import replace
 import pytest
 
 from support.policy_state import CANDIDATES, MOMENT, make_service
-from tipbench.policy_service import EventIdConflict, StateStore, check_roles, open_store
+from tipbench.policy_service import (
+    DecisionConflict,
+    DuplicateDecision,
+    DuplicateEvent,
+    EventIdConflict,
+    StateStore,
+    check_roles,
+    open_store,
+)
 
 
 def test_the_same_event_id_gets_the_same_decision(store: StateStore) -> None:
@@ -41,9 +49,35 @@ def test_an_event_id_of_another_request_is_refused(store: StateStore, retry: dic
     svc = make_service(store)
     first = svc.decide("u1", MOMENT, CANDIDATES, event_id="req-1")
     asked = {"user_id": "u1", "moment": MOMENT, "candidates": CANDIDATES, **retry}
-    with pytest.raises(EventIdConflict, match=f"used for another request .decision {first.id}"):
+    with pytest.raises(EventIdConflict, match=r"event_id 'req-1' was used for another request$"):
         svc.decide(event_id="req-1", **asked)
     assert len(list(store.decisions())) == 1
+    assert first.id  # ... which the error never names: it is another request's
+
+
+def test_a_decision_logged_twice_is_a_clear_error(store: StateStore) -> None:
+    """Without an event id, a second insert of one decision raised StopIteration (every
+    integrity error was taken for an event id's)."""
+    svc = make_service(store)
+    record = svc.decide("u1", MOMENT, CANDIDATES)
+    with pytest.raises(DuplicateDecision, match=f"decision '{record.id}' is in the log already"):
+        store.record_decision(record)
+    fresh = replace(record, id="other", sequence=record.sequence + 1, event_id="req-9")
+    store.record_decision(fresh)
+    with pytest.raises(DuplicateEvent, match="event_id 'req-9' names a decision already"):
+        store.record_decision(replace(fresh, id="third"))
+    assert [d.record.id for d in store.decisions()] == [record.id, "other"]
+
+
+def test_an_integrity_error_that_is_no_duplicate_stays_itself(store: StateStore) -> None:
+    """A NOT NULL violation is not reported as a duplicate decision or event id."""
+    record = make_service(store).decide("u1", MOMENT, CANDIDATES)
+    broken = replace(record, id="new", user_id=None)  # type: ignore[arg-type]
+    with pytest.raises(Exception) as raised:
+        store.record_decision(broken)
+    assert not isinstance(raised.value, DecisionConflict | StopIteration)
+    assert "null" in str(raised.value).lower()
+    assert [d.record.id for d in store.decisions()] == [record.id]
 
 
 def test_concurrent_retries_make_one_decision(state_url: str) -> None:

@@ -1,18 +1,23 @@
-"""Input at the edges, over HTTP: strict integers, rates that add up, user ids normalised to
-NFC, unknown policy names cut short in errors; and the original recommender's paths as
-aliases of the named policies."""
+"""Input at the edges, over HTTP: strict integers, rates that add up, ASCII user, event and
+tip ids (erasure still takes the user ids an earlier version admitted, and the tip ids it
+logged are still read), unknown policy names cut short in errors; and the original
+recommender's paths as aliases of the named policies."""
 
 from __future__ import annotations
 
 import copy
 import unicodedata
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from support.policy_server import PolicyServer
+from support.policy_state import CANDIDATES, MOMENT, make_service
+from tipbench.evaluate import evaluate, traffic_from_rows
+from tipbench.policy_service import CandidateTip, decision_rows, open_store
 
 pytestmark = pytest.mark.slow
 
@@ -68,19 +73,101 @@ def test_rates_must_add_up_to_at_most_one(client: httpx.Client) -> None:
     assert client.post("/score/egreedy-v2", json=body).status_code == 200
 
 
-def test_user_ids_are_one_user_whatever_the_unicode_form(client: httpx.Client) -> None:
-    composed, decomposed = "Amélie", unicodedata.normalize("NFD", "Amélie")
-    assert composed != decomposed
-    for user in (composed, decomposed):
-        assert client.post("/serve", json={**REQUEST, "user_id": user}).status_code == 200
-    erased = client.post("/reset", json={"scope": "user", "user_id": decomposed})
-    assert erased.status_code == 200 and erased.json()["user_id"] == composed
-    assert client.get("/stats/egreedy-v1").json()["decisions"] == 0  # both were one user
-    for user in ("a b", "a/b", "", "x" * 129, "ü" * 129, "tab\there"):
-        response = client.post("/serve", json={**REQUEST, "user_id": user})
-        assert response.status_code == 422, user
-    for user in ("ü" * 128, "user@example.org", "Ωμέγα-7", "team:42_a.b"):
-        assert client.post("/serve", json={**REQUEST, "user_id": user}).status_code == 200
+LOOK_ALIKES = {
+    "zero-width non-joiner": "u\u200c1",
+    "zero-width joiner": "u1\u200d",
+    "right-to-left mark": "\u200fu1",
+    "right-to-left override": "u\u202e1",
+    "left-to-right isolate": "\u2066u1\u2069",
+    "Arabic letter mark": "u1\u061c",
+    "a Cyrillic а": "\u0430lice",
+    "composed é": "Amélie",
+}
+
+
+@pytest.mark.parametrize("field", ["user_id", "event_id"])
+def test_ids_are_ascii_so_no_user_has_an_invisible_twin(client: httpx.Client, field: str) -> None:
+    """`u1` with a zero-width joiner was a second user that erasing `u1` missed."""
+    for name, value in LOOK_ALIKES.items():
+        response = client.post("/serve", json={**REQUEST, field: value})
+        assert response.status_code == 422, name
+        assert [e["loc"] for e in response.json()["detail"]] == [["body", field]], name
+    for value in ("a b", "a/b", "", "x" * 129, "tab\there"):
+        assert client.post("/serve", json={**REQUEST, field: value}).status_code == 422, value
+    for value in ("x" * 128, "user@example.org", "team:42_a.b-7"):
+        assert client.post("/serve", json={**REQUEST, field: value}).status_code == 200, value
+    assert client.get("/stats/egreedy-v1").json()["decisions"] == 3
+
+
+def test_tip_ids_are_ascii_so_no_tip_has_an_invisible_twin(client: httpx.Client) -> None:
+    """`t1` and `t1` with a zero-width joiner were two candidates of one request, which the
+    duplicate check let through and the log counted as two tips."""
+    twins = {**REQUEST, "candidates": [*REQUEST["candidates"], {"tip_id": "t1\u200d",
+                                                                "category": "focus"}]}  # fmt: skip
+    response = client.post("/serve", json=twins)
+    assert response.status_code == 422
+    assert [e["loc"] for e in response.json()["detail"]] == [["body", "candidates", 2, "tip_id"]]
+    for name, value in LOOK_ALIKES.items():
+        body = copy.deepcopy(REQUEST)
+        body["candidates"][0]["tip_id"] = value
+        response = client.post("/serve", json=body)
+        assert response.status_code == 422, name
+        assert [e["loc"] for e in response.json()["detail"]] == [
+            ["body", "candidates", 0, "tip_id"]
+        ], name
+    for value in ("x" * 128, "focus-25", "tip:42_a.b@v2"):
+        body = copy.deepcopy(REQUEST)
+        body["candidates"][0]["tip_id"] = value
+        assert client.post("/serve", json=body).status_code == 200, value
+    assert client.get("/stats/egreedy-v1").json()["decisions"] == 3
+
+
+def test_tip_ids_an_earlier_version_logged_are_still_read(tmp_path: Path) -> None:
+    """A state holds a decision among tips named `café` and `t1` + a zero-width joiner, logged
+    before tip ids were ASCII: it is still rewarded over HTTP, exported and evaluated with
+    those ids as they were; only a new request naming them is refused."""
+    state = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    old_tips = [CandidateTip("café", "focus"), CandidateTip("t1\u200d", "break")]
+    store = open_store(state)
+    try:
+        made = make_service(store).decide("u1", MOMENT, old_tips)
+    finally:
+        store.close()
+    with PolicyServer(tmp_path, state) as server, server.admin_client() as client:
+        reward = {"decision_id": made.id, "reward": 1.0, "event": "completed"}
+        assert client.post("/reward", json=reward).status_code == 200
+        assert client.get("/stats/egreedy-v1").json()["rewards"] == 1
+        body = {**REQUEST, "candidates": [{"tip_id": "café", "category": "focus"}]}
+        assert client.post("/serve", json=body).status_code == 422
+    store = open_store(state, create=False)
+    try:
+        (row,) = decision_rows(store)
+        traffic = traffic_from_rows(decision_rows(store))
+    finally:
+        store.close()
+    assert [c["tip_id"] for c in row["candidates"]] == ["café", "t1\u200d"]
+    assert row["tip_id"] == made.decision.tip_id and row["reward"] == 1.0
+    observed = evaluate(traffic, [], live="egreedy-v1").observed
+    assert [(o.policy, o.decisions, o.value.value) for o in observed] == [("egreedy-v1", 1, 1.0)]
+
+
+def test_a_user_an_earlier_version_admitted_can_still_be_erased(tmp_path: Path) -> None:
+    """A state holds the decisions of `Amélie`, admitted before ids were ASCII: `/reset`
+    takes her id, in either Unicode form, and erases her."""
+    state = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    store = open_store(state)
+    try:
+        make_service(store).decide("Amélie", MOMENT, CANDIDATES)
+    finally:
+        store.close()
+    with PolicyServer(tmp_path, state) as server, server.admin_client() as admin:
+        assert admin.get("/stats/egreedy-v1").json()["decisions"] == 1
+        decomposed = unicodedata.normalize("NFD", "Amélie")
+        erased = admin.post("/reset", json={"scope": "user", "user_id": decomposed})
+        assert erased.status_code == 200 and erased.json()["user_id"] == "Amélie"
+        assert admin.get("/stats/egreedy-v1").json()["decisions"] == 0
+        refused = admin.post("/reset", json={"scope": "user", "user_id": "a b"})
+        assert refused.status_code == 422
 
 
 def test_an_unknown_policy_name_is_cut_short_in_the_error(client: httpx.Client) -> None:

@@ -159,18 +159,22 @@ def test_a_shadows_update_commits_with_the_live_one(
         store.close()
 
 
+def serve_second(path: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """`policy serve` on `path`, as a second process would start it."""
+    return subprocess.run(
+        [sys.executable, "-m", "tipbench.cli", "policy", "serve", "--port", "0",
+         "--state-url", f"sqlite:///{path}"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "TIPBENCH_POLICY_TOKEN": "t" * 20, "TIPBENCH_HOME": str(home)},
+    )  # fmt: skip
+
+
 def test_one_sqlite_state_serves_one_process(tmp_path: Path) -> None:
     path = tmp_path / "state" / "policy.sqlite"
-    with PolicyServer(tmp_path / "first", f"sqlite:///{path}"):
-        second = subprocess.run(
-            [sys.executable, "-m", "tipbench.cli", "policy", "serve", "--port", "0",
-             "--state-url", f"sqlite:///{path}"],
-            capture_output=True, text=True, timeout=60,
-            env={**os.environ, "TIPBENCH_POLICY_TOKEN": "t" * 20,
-                 "TIPBENCH_HOME": str(tmp_path)},
-        )  # fmt: skip
+    with PolicyServer(tmp_path / "first", f"sqlite:///{path}") as first:
+        second = serve_second(path, tmp_path)
         assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
-        assert "is served by another process already (pid " in second.stderr
+        assert f"is served by another process already (pid {first.process.pid})" in second.stderr
         assert "run replicas on --state-url postgresql://..." in second.stderr
         for name in ("policy.sqlite", "policy.sqlite-wal", "policy.sqlite-shm"):
             mode = stat.S_IMODE((path.parent / name).stat().st_mode)
@@ -186,6 +190,29 @@ def test_one_sqlite_state_serves_one_process(tmp_path: Path) -> None:
         pass
 
 
+def test_one_process_per_sqlite_file_whatever_its_name(tmp_path: Path) -> None:
+    """A symlink (the lock was taken on the path as given) and a hard link (another path to
+    the same file) name the file a server holds: a second server on either is refused."""
+    path = tmp_path / "state" / "policy.sqlite"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with PolicyServer(tmp_path / "first", f"sqlite:///{path}") as first:
+        symlink, hard_link = elsewhere / "link.sqlite", elsewhere / "hard.sqlite"
+        symlink.symlink_to(path)
+        hard_link.hardlink_to(path)
+        relative = Path(os.path.relpath(path))
+        for name in (symlink, hard_link, relative):
+            second = serve_second(name, tmp_path)
+            assert second.returncode == 2, (name, second.stderr)
+            assert f"is served by another process already (pid {first.process.pid})" in (
+                second.stderr
+            )
+        with first.client() as client:  # the first one serves on, undisturbed
+            assert client.post("/serve", json=REQUEST).status_code == 200
+    with PolicyServer(tmp_path / "again", f"sqlite:///{hard_link}"):  # free once it stopped
+        pass
+
+
 def test_retries_and_expiry_over_http(tmp_path: Path) -> None:
     state = f"sqlite:///{tmp_path / 'state.sqlite'}"
     flags = ("--reward-window", "5s", "--default-reward", "0", "--sweep-interval", "0.5s")
@@ -198,6 +225,7 @@ def test_retries_and_expiry_over_http(tmp_path: Path) -> None:
         assert again == first
         other = client.post("/serve", json={**REQUEST, "user_id": "u2", "event_id": "req-1"})
         assert other.status_code == 409 and "event_id 'req-1'" in other.text
+        assert first["decision_id"] not in other.text  # never another request's decision
 
         body = {"decision_id": first["decision_id"], "reward": 1.0, "event": "completed"}
         stored = client.post("/reward", json=body).json()

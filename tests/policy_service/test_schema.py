@@ -1,6 +1,7 @@
 """The state's tables at scale and across versions: the log's pages are index range scans,
-`/stats` reads counters that concurrent writers keep exact, and a state written by the
-previous version (schema 1) is migrated in place when opened."""
+`/stats` reads counters that concurrent writers keep exact, a state written by the previous
+version (schema 1) is migrated in place when opened, and the log's rows are written and read
+by the tables' own columns."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ import pytest
 from support.policy_state import CANDIDATES, MOMENT, make_service
 from support.postgres import PostgresCluster
 from tipbench.policies import ArmStats
-from tipbench.policy_service import StateStore, open_store
-from tipbench.policy_service._sql import PAGE_WHERE
+from tipbench.policy_service import Roles, StateStore, open_store
+from tipbench.policy_service._rows import DECISION_COLUMNS, SHADOW_COLUMNS
+from tipbench.policy_service._sql_log import PAGE_WHERE
 
 # The tables of schema 1, as the previous version created them (SQLite types).
 VERSION_1 = """
@@ -205,3 +207,29 @@ def test_a_page_of_the_log_is_an_index_range_scan(postgres: PostgresCluster) -> 
     assert "Index Scan using decisions_seq" in plan, plan
     assert "Index Cond: (ROW(seq, id) > ROW(" in plan, plan  # starts at the page ...
     assert "Filter" not in plan and "Sort" not in plan, plan  # ... not at the first row
+
+
+def table_columns(url: str, table: str) -> list[str]:
+    with raw(url) as (conn, mark):
+        if mark == "?":
+            return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        return [
+            row[0]
+            for row in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                "ORDER BY ordinal_position",
+                (table,),
+            )
+        ]
+
+
+def test_the_logs_rows_are_the_tables_columns(store: StateStore, state_url: str) -> None:
+    """The columns the log writes and reads (named once, in `_rows.py`) are the tables' own,
+    all of them but the store's `learned` mark; a decision written and read back is whole."""
+    assert table_columns(state_url, "decisions") == list(DECISION_COLUMNS)
+    assert table_columns(state_url, "shadow_decisions") == [*SHADOW_COLUMNS, "learned"]
+    store.set_roles(Roles("egreedy-v1", ("linucb",)))
+    made = make_service(store).decide("u1", MOMENT, CANDIDATES, event_id="e1")
+    assert [s.policy for s in made.shadows] == ["linucb"]
+    logged = store.decision_for_event("e1")
+    assert logged is not None and logged.record == made and logged.reward is None

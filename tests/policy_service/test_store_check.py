@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import psycopg
@@ -107,3 +108,30 @@ def test_out_where_no_folder_can_be_made_is_one_line(tmp_path: Path) -> None:
     result = export(url, tmp_path / "a-file" / "log.jsonl", tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "a-file/log.jsonl: cannot write there" in result.stderr
+
+
+def test_stores_opened_at_the_same_moment_all_open(tmp_path: Path) -> None:
+    """The admin server's Policies page reads the roles and the evaluation at once: each
+    opens the SQLite state, and one switching the file to WAL while another held a lock got
+    `database is locked` at once (no busy timeout yet), as if there were no state."""
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    open_store(url).close()
+    failures: list[BaseException] = []
+
+    def open_and_read() -> None:
+        for _ in range(30):
+            try:
+                store = open_store(url, create=False)
+                try:
+                    store.roles()
+                finally:
+                    store.close()
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+    threads = [threading.Thread(target=open_and_read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []

@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 from support.policy_logs import HAND_MADE
-from tipbench.evaluate import evaluate, traffic_from_rows
-from tipbench.evaluate._tracking import log_evaluation
-from tipbench.simulate import SimulationConfig, simulate
-from tipbench.simulate._tracking import log_simulation
+from tipbench.evaluate import evaluate, log_evaluation, traffic_from_rows
+from tipbench.simulate import SimulationConfig, log_simulation, simulate
 from tipbench.tracking import KIND_TAG, TrackingStore
 
 

@@ -23,6 +23,7 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,6 +67,10 @@ TWO_MODELS = {
     QWEN: ModelEntry(parameter_count=494_032_768, parameter_size="494.03M", family="qwen2"),
     GEMMA: ModelEntry(parameter_count=999_885_952, parameter_size="999.89M", family="gemma3"),
 }
+
+
+#: A test's model: the answer to a chat request's messages and ``format``.
+Responder = Callable[[list[dict[str, Any]], Any], str]
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,8 @@ class FakeOllama:
         self._requests: list[dict[str, Any]] = []
         self._faults: list[_Fault] = []
         self._max_resident = 0
+        self._scripts: dict[str, list[str]] = {}
+        self._responders: dict[str, Responder] = {}
         self.free_garbage = False  # a model whose free answers never parse: `format` helps
         self.token_s = 0.0  # generation time per answer token (word), as a real model takes
         self._httpd: ThreadingHTTPServer | None = None
@@ -276,6 +283,31 @@ class FakeOllama:
         """Answer the next ``count`` generation requests with content that is not tips."""
         with self._lock:
             self._faults += [_Fault("garbage")] * count
+
+    # scripted models: answers known in advance (a scripted reflection model, a test's judge)
+    def script(self, model: str, answers: list[str]) -> None:
+        """Answer the next chat requests to ``model`` with ``answers``, one each, in order
+        (then as before): a model whose answers a test knows in advance."""
+        with self._lock:
+            self._scripts.setdefault(canonical(model), []).extend(answers)
+
+    def respond(self, model: str, responder: Responder) -> None:
+        """Answer every chat request to ``model`` with ``responder(messages, format)``."""
+        with self._lock:
+            self._responders[canonical(model)] = responder
+
+    def scripted_left(self, model: str) -> int:
+        """How many scripted answers of ``model`` are still unused."""
+        with self._lock:
+            return len(self._scripts.get(canonical(model), []))
+
+    def _content(self, model: str, messages: list[dict[str, Any]], fmt: Any) -> str | None:
+        with self._lock:
+            script = self._scripts.get(model)
+            if script:
+                return script.pop(0)
+            responder = self._responders.get(model)
+        return responder(messages, fmt) if responder is not None else None
 
     # model state --------------------------------------------------------------------------
     def _load(self, model: str, keep_alive: Any) -> None:
@@ -457,7 +489,11 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake._events.append(("chat" if chat else "generate", model))
         garbage = fault.kind == "garbage" or (fake.free_garbage and not body.get("format"))
-        content = GARBAGE if garbage else answer(messages, body.get("format"))
+        scripted = fake._content(model, messages, body.get("format")) if chat else None
+        content = (
+            GARBAGE if garbage else scripted if scripted is not None
+            else answer(messages, body.get("format"))
+        )  # fmt: skip
         if fault.kind == "delay":
             fake._stopping.wait(fault.seconds)
         if fake.token_s:

@@ -51,3 +51,34 @@ HAND_MADE = [
     row((0.9, 0.1), 0, 0.5, (0.2, 0.8)),  # w = 2/9
     row((0.9, 0.1), 0, None, (0.2, 0.8)),  # never rewarded: not counted
 ]
+
+
+CATEGORIES = ("focus", "break", "planning", "social")
+
+
+def decision(
+    logging: tuple[float, ...],
+    shown: int,
+    reward: float | None,
+    target: tuple[float, ...],
+    decision_id: str = "d",
+) -> dict[str, Any]:
+    """A decision between `len(logging)` tips `t0`, `t1`, … (categories `CATEGORIES` in
+    turn): egreedy-v1 decided with `logging`, the shadow egreedy-v2 had `target`."""
+    tips = [(f"t{i}", CATEGORIES[i % len(CATEGORIES)]) for i in range(len(logging))]
+
+    def candidates(probabilities: tuple[float, ...]) -> list[dict[str, Any]]:
+        return [
+            {"tip_id": t, "category": c, "score": 0.0, "probability": p}
+            for (t, c), p in zip(tips, probabilities, strict=True)
+        ]
+
+    base = row((0.5, 0.5), 0, reward, (0.5, 0.5))
+    return {
+        **base,
+        "decision_id": decision_id,
+        "candidates": candidates(logging),
+        "tip_id": tips[shown][0],
+        "propensity": logging[shown],
+        "shadows": [{**base["shadows"][0], "candidates": candidates(target), "tip_id": "t0"}],
+    }

@@ -252,3 +252,30 @@ def test_schema_with_integer_properties_gets_in_range_integers(client: ollama.Cl
         assert set(answer) == {"relevance", "format_ok", "count"}
         assert answer["relevance"] in range(1, 6) and answer["format_ok"] in (0, 1)
         assert answer["count"] in (10, 11, 12)
+
+
+def test_a_scripted_model_answers_its_script_in_order_then_as_before(
+    client: ollama.Client, server: FakeOllama
+) -> None:
+    """A scripted model (tipbench optimize's reflection model in tests) gives the official
+    client its answers in order, streamed or not, then falls back to the usual tips."""
+    server.script(QWEN, ["Reasons: first.\n```\nA $tasks\n```", "second answer"])
+    first = client.chat(QWEN, messages=user("Rewrite the template."), options=OPTIONS)
+    streamed = "".join(
+        part.message.content or ""
+        for part in client.chat(QWEN, messages=user("Again."), stream=True, options=OPTIONS)
+    )
+    assert first.message.content == "Reasons: first.\n```\nA $tasks\n```"
+    assert streamed == "second answer"
+    assert server.scripted_left(QWEN) == 0
+    after = client.chat(QWEN, messages=user(), options=OPTIONS).message.content or ""
+    assert after.startswith("1. Spend 20 minutes on write the quarterly report")
+
+
+def test_a_responder_answers_every_request_from_its_messages(
+    client: ollama.Client, server: FakeOllama
+) -> None:
+    """A responder model answers from the request's messages and format (a test's judge)."""
+    server.respond(SMOL, lambda messages, fmt: f"{len(messages)} messages, format {fmt}")
+    reply = client.chat(SMOL, messages=[*user(), *user("second")], format="json")
+    assert reply.message.content == "2 messages, format json"

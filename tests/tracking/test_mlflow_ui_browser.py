@@ -282,9 +282,9 @@ def test_a_score_given_in_mlflows_trace_view_reaches_the_human_tier(
     client = MlflowClient(bench.url)
     given = wait_for_feedback(client, trace_id, candidate_span_id(trace_id, "c2"), "relevance", 1)
     assert given.source.source_type == "HUMAN"
-    applied = tipbench(
-        bench.home, "judge", "apply", "--from-mlflow", "--experiment", EXPERIMENT,
-        "--tracking-uri", bench.url,
+    applied = tipbench(  # the UI's source (`User` without login) named as a human judge
+        bench.home, "judge", "apply", "--from-mlflow", "--human", given.source.source_id,
+        "--experiment", EXPERIMENT, "--tracking-uri", bench.url,
     )  # fmt: skip
     assert "applied 1 run" in applied
     run = client.get_run(cell.run_id)

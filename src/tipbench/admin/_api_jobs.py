@@ -110,10 +110,13 @@ class JobCreated(BaseModel):
 
 
 class JobStatus(BaseModel):
-    """A job and how far it is. `cells_*` count grid cells (collect); `judged` and
+    """A job and how far it is. `cells_*` count grid cells (collect; an optimization's
+    evaluations while it proposes); `judged` and
     `judge_total` count candidates (automatic judge). A job on Airflow has its DAG run
     (`dag_run_id`, `airflow_url`: its page in Airflow's UI), its mapped collect tasks done
-    (`models_done` of `models_total`) and the task running now as `phase`."""
+    (`models_done` of `models_total`) and the task running now as `phase`. While the
+    automatic judge loads its model (and reads the rubric every request shares), before its
+    first candidate, `judge_loading` names the model."""
 
     job_id: str
     state: JobState
@@ -137,6 +140,7 @@ class JobStatus(BaseModel):
     airflow_url: str | None = None
     models_done: int = 0
     models_total: int = 0
+    judge_loading: str | None = None
 
     @classmethod
     def of(cls, job: Job) -> JobStatus:
@@ -150,6 +154,7 @@ class JobStatus(BaseModel):
             cells_total=progress.cells_total,
             judged=progress.judged,
             judge_total=progress.judge_total,
+            judge_loading=progress.judge_loading,
             error=job.error,
             exit_code=job.exit_code,
             attempts=job.attempts,

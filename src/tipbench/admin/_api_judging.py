@@ -20,25 +20,20 @@ from tipbench.judge import (
     JudgeFile,
     RubricRef,
     apply_judgements,
-    blind_order,
+    experiment_seed,
     fetch_candidates,
+    item_numbers,
     judge_file_for,
 )
 from tipbench.judging import JudgingStatus, judging_state, judging_status, next_run
 from tipbench.orchestration import announce_judged
 from tipbench.pipeline import scores_written
-from tipbench.suite import content_hash
 from tipbench.tracking import SOURCE_PAGE
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/bench/judging", tags=["judging"])
 
 JUDGE_NAME_MAX = 64  # the judging page's "Judged by" field has the same cap
-
-
-def _page_seed(experiment: str) -> int:
-    """The blind order of an experiment's page: shuffled, and the same on every request."""
-    return int(content_hash(["judging page", experiment])[:8], 16)
 
 
 class Judging(BaseModel):
@@ -62,9 +57,10 @@ class Judging(BaseModel):
 class NextItem(BaseModel):
     """The next pending run to judge, and how much is left.
 
-    `number` is the item's place among all the experiment's judgeable runs in the page's
-    (blind) order, of `total`: what the page shows instead of the run id. The run is the
-    one the experiment's judging order serves next (an active order starts if none did).
+    `number` is the run's item number of `total` (`judge.item_numbers`, blind): what the
+    page shows instead of the run id, and the `item` a judge file gives the same run. The
+    run is the one the experiment's judging order serves next (an active order starts if
+    none did).
     """
 
     remaining_runs: int
@@ -104,9 +100,10 @@ def next_item(experiment: ExperimentName, store: Store, reveal: bool = False) ->
     Blind unless `reveal`: no model or prompt version, runs in the experiment's judging
     order and candidates shuffled (seeded by the experiment, so every request agrees).
     """
-    seed = None if reveal else _page_seed(experiment)
+    seed = None if reveal else experiment_seed(experiment)
     state = judging_state(store, experiment)
-    runs = sorted(state.runs, key=lambda r: r.name if seed is None else blind_order(seed, r.run_id))
+    numbers = item_numbers(experiment, state.runs)
+    runs = sorted(state.runs, key=lambda r: r.name if seed is None else numbers[r.run_id])
     pending = [run for run in runs if run.judge_pending]
     remaining = sum(run.candidate_count for run in pending)
     judging = Judging.of(judging_status(state))
@@ -121,12 +118,13 @@ def next_item(experiment: ExperimentName, store: Store, reveal: bool = False) ->
         )
     first = pending[0] if reveal else next_run(state) or pending[0]
     judge_file = judge_file_for(
-        store, experiment, [first], fetch_candidates(store, [first]), reveal=reveal, seed=seed
-    )
+        store, experiment, [first], fetch_candidates(store, [first]), reveal=reveal, seed=seed,
+        numbers=numbers,
+    )  # fmt: skip
     return NextItem(
         remaining_runs=len(pending),
         remaining_candidates=remaining,
-        number=runs.index(first) + 1,
+        number=numbers[first.run_id],
         total=len(runs),
         rubric=judge_file.rubric,
         item=judge_file.items[0],

@@ -18,8 +18,8 @@ from tipbench.admin._deps import Settings, Store
 from tipbench.admin._policy_jobs import SimulationJobRequest
 from tipbench.admin._settings import ServerSettings
 from tipbench.evaluate import EvaluationReport
-from tipbench.policy_gate import DEFAULT_MARGIN
-from tipbench.policy_gate._status import (
+from tipbench.policy_gate import (
+    DEFAULT_MARGIN,
     dry_runs,
     evaluate_state,
     latest_simulation,

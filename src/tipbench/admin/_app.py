@@ -16,8 +16,10 @@ from tipbench.admin import (
     _api_bench,
     _api_jobs,
     _api_judging,
+    _api_optimize,
     _api_policies,
     _pages,
+    _pages_optimize,
     _pages_policies,
 )
 from tipbench.admin._auth import Backoff, authenticate, require_admin
@@ -71,8 +73,10 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.include_router(_api_judging.router, dependencies=admin)
     app.include_router(_api_jobs.router, dependencies=admin)
     app.include_router(_api_policies.router, dependencies=admin)
+    app.include_router(_api_optimize.router, dependencies=admin)
     app.include_router(_pages.router)  # applies the admin dependency itself, but on /login
     app.include_router(_pages_policies.router)  # the Policies page, behind the same dependency
+    app.include_router(_pages_optimize.router)  # the Optimize page, likewise
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=admin)
     def openapi() -> dict[str, Any]:

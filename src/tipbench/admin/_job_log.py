@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from tipbench._progress_events import (
     ErrorReported,
+    ModelLoading,
     PhaseStarted,
     ProgressEvent,
     ProgressEventError,
@@ -116,9 +117,11 @@ def progress_after(progress: Progress, event: ProgressEvent) -> Progress:
     if isinstance(event, PhaseStarted):
         return replace(progress, phase=event.phase)
     if isinstance(event, TotalKnown | StepDone):
-        if event.unit == "cells":
+        if event.unit in ("cells", "evaluations"):  # an optimization's steps are its budget
             return replace(progress, cells_done=event.done, cells_total=event.total)
         return replace(progress, judged=event.done, judge_total=event.total)
+    if isinstance(event, ModelLoading) and event.unit == "candidates":
+        return replace(progress, judge_loading=event.model if event.loading else None)
     return progress
 
 

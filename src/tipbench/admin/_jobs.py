@@ -1,7 +1,8 @@
 """Pipeline jobs and their state, in an embedded SQLite database.
 
-A job is one `tipbench run` with a validated `RunRequest`, or one `tipbench policy simulate`
-with a `SimulationJobRequest` (its config has `kind: policy-simulation`). Its life:
+A job is one `tipbench run` with a validated `RunRequest`, one `tipbench policy simulate`
+with a `SimulationJobRequest` (its config has `kind: policy-simulation`), or one `tipbench
+optimize` with an `OptimizationJobRequest` (`kind: optimization`). Its life:
 
     queued ──▶ running ──▶ succeeded | failed | cancelled | interrupted
       │                                  │          │            │
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from tipbench._errors import TipbenchError
+from tipbench.admin._optimize_jobs import OPTIMIZATION_JOB, OptimizationJobRequest
 from tipbench.admin._policy_jobs import SIMULATION_JOB, SimulationJobRequest
 from tipbench.pipeline import RunRequest
 from tipbench.tracking import private_dir
@@ -62,16 +64,19 @@ _ADDED_COLUMNS = {
     "remote_url": "TEXT",
     "models_done": "INTEGER NOT NULL DEFAULT 0",
     "models_total": "INTEGER NOT NULL DEFAULT 0",
+    "judge_loading": "TEXT",  # the judge model while it loads, before its first candidate
 }
 
 
-JobRequest = RunRequest | SimulationJobRequest
+JobRequest = RunRequest | SimulationJobRequest | OptimizationJobRequest
 
 
 def job_request(config: dict[str, Any]) -> JobRequest:
     """A stored job's request, by its kind (raises pydantic's ValidationError if invalid)."""
     if config.get("kind") == SIMULATION_JOB:
         return SimulationJobRequest.model_validate(config)
+    if config.get("kind") == OPTIMIZATION_JOB:
+        return OptimizationJobRequest.model_validate(config)
     return RunRequest.model_validate(config)
 
 
@@ -99,6 +104,7 @@ class Progress:
     judge_total: int = 0
     models_done: int = 0
     models_total: int = 0
+    judge_loading: str | None = None  # the judge model while it loads (and reads the rubric)
 
 
 @dataclass(frozen=True)
@@ -258,8 +264,8 @@ class JobStore:
         return self._update(
             job_id,
             "state = 'running', started_at = ?, finished_at = NULL, attempts = attempts + 1, "
-            "phase = NULL, cells_done = 0, judged = 0, judge_total = 0, error = NULL, "
-            "exit_code = NULL",
+            "phase = NULL, cells_done = 0, judged = 0, judge_total = 0, judge_loading = NULL, "
+            "error = NULL, exit_code = NULL",
             now(),
             states=frozenset({"queued"}),
         )
@@ -271,7 +277,7 @@ class JobStore:
         self._update(
             job_id,
             "phase = ?, cells_done = ?, cells_total = ?, judged = ?, judge_total = ?, "
-            "models_done = ?, models_total = ?",
+            "models_done = ?, models_total = ?, judge_loading = ?",
             progress.phase,
             progress.cells_done,
             progress.cells_total,
@@ -279,6 +285,7 @@ class JobStore:
             progress.judge_total,
             progress.models_done,
             progress.models_total,
+            progress.judge_loading,
             states=frozenset({"running"}),
         )
 
@@ -338,6 +345,7 @@ def _job(row: sqlite3.Row) -> Job:
             row["judge_total"],
             row["models_done"],
             row["models_total"],
+            row["judge_loading"],
         ),
         error=row["error"],
         exit_code=row["exit_code"],

@@ -1,7 +1,9 @@
 """The web pages: login, the bench panel and the judging page, rendered from Jinja2 templates.
 
-`/login` is the one route that answers without auth: its form is protected by a CSRF value
-kept in the (signed) session cookie before login. Every other page and `/static/*` are
+`/login` and `/favicon.ico` are the routes that answer without auth: the login form (protected
+by a CSRF value kept in the signed session cookie before login) and the site's icon, which
+a browser asks for on every page, the login page included (a constant image: it tells
+nothing about the server). Every other page and `/static/*` are
 mounted with `require_page_admin`, which is `require_admin` with a redirect to the login
 page instead of a 401. The pages' scripts call the JSON API with the session cookie and
 echo the session's CSRF token (from a meta tag) in `X-CSRF-Token`.
@@ -34,13 +36,14 @@ from tipbench.admin._auth import (
 from tipbench.admin._deps import ExperimentName, Settings
 from tipbench.collect import CollectConfig
 from tipbench.compare import DEFAULT_MIN_SCENARIOS, LEGEND
-from tipbench.suite import CRITERIA, FLAGS, load_suite
+from tipbench.suite import CRITERIA, FLAGS, levels, levels_text, load_suite
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
 
-LOGIN_PATH = "/login"  # the one route served without auth
+LOGIN_PATH = "/login"  # served without auth, with the icon: what a browser needs before login
+FAVICON_PATH = "/favicon.ico"
 LOGIN_CSRF_KEY = "login_csrf"
 NEXT_KEY = "next"
 # Where a login may send the browser on: a path of this site, never another origin.
@@ -119,6 +122,16 @@ def login_form(
     if has_session(request):  # already logged in
         return RedirectResponse(next_, status.HTTP_303_SEE_OTHER)
     return _login_page(request, next_, None, status.HTTP_200_OK)
+
+
+@public.get(FAVICON_PATH)
+def favicon() -> Response:
+    """The site's icon (an SVG), for the browser's tab: public, as the login page needs it."""
+    return FileResponse(
+        STATIC_DIR / "favicon.svg",
+        media_type=_STATIC_TYPES[".svg"],
+        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"},
+    )
 
 
 @public.post(LOGIN_PATH)
@@ -201,6 +214,8 @@ def judging_page(request: Request, experiment: ExperimentName) -> Response:
         "experiment": experiment,
         "criteria": CRITERIA,
         "flags": FLAGS,
+        "levels": levels,  # the rubric's scores per criterion: the buttons and their keys
+        "levels_text": levels_text,
         "judge_name_max": JUDGE_NAME_MAX,
     }
     return _page(request, "judge.html", context)

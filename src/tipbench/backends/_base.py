@@ -101,6 +101,13 @@ class Backend(ABC):
 
     #: Whether the backend serves concurrent requests (servers do; the embedded model does not).
     parallel_requests: ClassVar[bool] = False
+    #: What a schema-constrained answer token costs, in free answer tokens: the grammar is
+    #: checked on every sampled token. A fixed count per backend, so that the choice of
+    #: path it weighs (`collect/_path_choice.py`) never depends on the clock. Servers:
+    #: llama_cpp.server generated 45.0 constrained tokens/s to 65.1 free ones (1.45;
+    #: `bench/README.md`, `structured_server.py`); Ollama and llama-server check grammars
+    #: the same way.
+    constrained_token_cost: ClassVar[float] = 1.45
 
     def __init__(self, spec: ModelSpec, options: BackendOptions) -> None:
         self.spec = spec
@@ -121,6 +128,12 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, request: GenerationRequest) -> Generation:
         """Answer one request with the loaded model."""
+
+    def warm(self, request: GenerationRequest) -> None:
+        """Evaluate `request`'s prompt now, where the backend keeps it for the requests that
+        begin the same way (a prefix cache); a backend without one does nothing. Its answer
+        is not used: what later requests are answered does not depend on it."""
+        return None  # no prefix cache to fill
 
     def __enter__(self) -> Backend:
         self.load()

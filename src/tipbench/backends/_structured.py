@@ -5,8 +5,9 @@ every sampled token: with llama.cpp it halves the generation speed of a small mo
 structured modes choose where to pay for it:
 
 - `auto` (the default): generate freely, parse robustly, and ask again with the schema
-  only when the free answer is not usable (collect learns per model whether asking with the
-  schema first is faster: `collect/_free_first.py`);
+  only when the free answer is not usable; or ask with the schema at once, for a model whose
+  free answers cost more than they save (collect chooses once per model, by counted tokens:
+  `collect/_path_choice.py`);
 - `schema`: always constrain to the JSON schema (tipbench's behaviour before modes existed);
 - `json`: always constrain to some JSON object, without the schema;
 - `off`: never constrain.

@@ -29,6 +29,7 @@ _COMMANDS = {
     "collect": "tipbench.cli._collect:collect_command",
     "compare": "tipbench.cli._compare:compare_command",
     "judge": "tipbench.cli._judge:judge_group",
+    "optimize": "tipbench.cli._optimize:optimize_command",
     "policy": "tipbench.cli._policy:policy_group",
     "promote": "tipbench.cli._promote:promote_command",
     "run": "tipbench.cli._run:run_command",

@@ -16,7 +16,7 @@ from tipbench.orchestration import (
 )
 
 #: The DAGs the shim enables, in the order they are unpaused.
-DAG_IDS = ("bench_collect", "bench_judged", "policy_simulate")
+DAG_IDS = ("bench_collect", "bench_judged", "policy_simulate", "prompt_optimize")
 
 
 @click.group("airflow")
@@ -28,17 +28,18 @@ def airflow_group() -> None:
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Replace another file of the shim's name.")
 def install_dags_command(folder: Path, force: bool) -> None:
-    """Write the shim that enables bench_collect, bench_judged and policy_simulate into
-    Airflow's dags FOLDER, then unpause them through Airflow's REST API when
-    TIPBENCH_AIRFLOW_URL is set (new DAGs start paused), else print how to (on a worker with
-    no metadata database, where `airflow dags …` cannot work, that nothing is left to do)."""
+    """Write the shim that enables bench_collect, bench_judged, policy_simulate and
+    prompt_optimize into Airflow's dags FOLDER, then unpause them through Airflow's REST API
+    when TIPBENCH_AIRFLOW_URL is set (new DAGs start paused), else print how to (on a worker
+    with no metadata database, where `airflow dags …` cannot work, that nothing is left to
+    do)."""
     if not os.environ.get("AIRFLOW_HOME") and folder.resolve().parent == Path("/"):
         raise ConfigError(
             f"AIRFLOW_HOME is unset, so the dags folder would be {folder.resolve()}: give "
             "Airflow's dags folder (airflow config get-value core dags_folder)"
         )
     path = install_dags(folder, force=force)
-    click.echo(f"wrote {path}: Airflow now lists bench_collect, bench_judged and policy_simulate")
+    click.echo(f"wrote {path}: Airflow now lists {', '.join(DAG_IDS[:-1])} and {DAG_IDS[-1]}")
     unpaused = _unpause()
     if unpaused is None and is_worker_without_database():
         click.echo(

@@ -53,6 +53,12 @@ def grid_options(command: F) -> F:
             show_default=True,
             help="Use the first N scenarios (0 = all).",
         ),
+        click.option(
+            "--scenarios",
+            default="",
+            help="Comma-separated scenario ids, instead of the first N (e.g. an "
+            "optimization's held-out scenarios).",
+        ),
         click.option("--temperature", type=float, default=0.7, show_default=True),
         click.option("--seed", type=int, default=42, show_default=True),
         options.max_model_b,
@@ -149,6 +155,8 @@ def report(result: CollectResult) -> None:
         )
     loads = ", ".join(f"{m} ×{n}" for m, n in result.model_loads.items()) or "none"
     out(f"model loads: {loads}")
+    for model, path in result.paths.items():
+        out(f"generation path of {model}: {path}")
     out(f"experiment '{result.experiment}' at {redact_uri(result.tracking_uri)}")
     out(f"parent run: {result.parent_run_id}")
     uri = redact_uri(result.tracking_uri)

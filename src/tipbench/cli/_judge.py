@@ -18,17 +18,24 @@ from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
 from tipbench.cli._judge_calibrate import calibrate_command
 from tipbench.judge import (
+    FIGURE_SCALES,
+    HUMAN_JUDGES_VARIABLE,
     ApplyResult,
     ExportResult,
+    FeedbackApplyResult,
+    agreement_notes,
     apply_judge_file,
     apply_mlflow_feedback,
     export_disagreements,
+    parse_humans,
+    require_humans,
     scored_pairs,
     tier_agreement,
 )
 from tipbench.judging import ORDERS, Order
 from tipbench.pipeline import export_in_order
 from tipbench.stats import json_number
+from tipbench.suite import levels, levels_text
 from tipbench.tracking import TrackingStore, check_experiment
 
 
@@ -123,6 +130,15 @@ def export_command(
     "MLflow's trace view (named relevance, actionability, tone, format_ok, overlong).",
 )
 @click.option(
+    "--human",
+    "humans",
+    envvar=HUMAN_JUDGES_VARIABLE,
+    default=None,
+    help="With --from-mlflow: the feedback sources taken as human judges, comma-separated "
+    f"[default: ${HUMAN_JUDGES_VARIABLE}; none: nothing is taken]. MLflow's own permissions "
+    "decide who can write feedback; this decides whose names tipbench takes.",
+)
+@click.option(
     "--judge",
     default=None,
     help="Who scored [default: the file's judge, else $TIPBENCH_JUDGE, else your user name; "
@@ -139,6 +155,7 @@ def apply_command(
     experiment: str,
     file: str | None,
     from_mlflow: bool,
+    humans: str | None,
     judge: str | None,
     force: bool,
     tracking_uri: str | None,
@@ -147,24 +164,32 @@ def apply_command(
 
     A run scored by someone else (another file, the judging page) since the file was
     exported is refused, naming who and when, unless --force; the other runs are written.
-    With --from-mlflow, the feedback given in MLflow's trace view is checked and recorded
-    the same way (blindness does not apply there). FILE may be the MLflow artifact URI of
-    a judge file (`runs:/…`, as Airflow's export_for_judge returns it).
+    With --from-mlflow, the feedback given on candidates' spans in MLflow's trace view by
+    the human judges named with --human is checked and recorded the same way (blindness
+    does not apply there); feedback from other sources is left out and counted. FILE may be
+    the MLflow artifact URI of a judge file (`runs:/…`, as Airflow's export_for_judge
+    returns it).
     """
     if (file is None) == (not from_mlflow):
         raise click.UsageError("give a judge file or --from-mlflow (one of them)")
+    listed = parse_humans(humans)
+    if from_mlflow:
+        require_humans(listed)  # before MLflow loads
     artifact = file is not None and is_artifact_uri(file)
     if file is not None and not artifact and not Path(file).is_file():  # before MLflow loads
         raise ConfigError(f"{file}: no such file")
     check_experiment(tracking_uri, experiment)
     store = TrackingStore(tracking_uri)
+    result: ApplyResult
     with tempfile.TemporaryDirectory(prefix="tipbench-judge-") as tmp:
         if file is None:
-            result = apply_mlflow_feedback(store, experiment, judge, force=force)
+            result = apply_mlflow_feedback(store, experiment, judge, humans=listed, force=force)
         else:
             path = store.fetch_file(file, Path(tmp)) if artifact else Path(file)
             result = apply_judge_file(store, experiment, path, judge, force=force)
     report_apply(result)
+    if isinstance(result, FeedbackApplyResult):
+        report_left_out(result)
     if result.applied or result.drafted:
         from tipbench.orchestration import announce_judged  # compare and httpx load only now
         from tipbench.pipeline import scores_written
@@ -182,6 +207,16 @@ def apply_command(
 def is_artifact_uri(value: str) -> bool:
     """Whether a FILE argument names an MLflow artifact rather than a local file."""
     return value.startswith(("runs:/", "mlflow-artifacts:/", "models:/"))
+
+
+def report_left_out(result: FeedbackApplyResult) -> None:
+    """A line per feedback source not on the allow-list whose scores were not taken."""
+    for source, count in result.left_out.items():
+        click.echo(
+            f"  left out: {counted(count, 'score')} by {source!r} (not on --human: MLflow "
+            "lets anyone who can write to it give feedback under any name)",
+            err=True,
+        )
 
 
 def report_apply(result: ApplyResult) -> None:
@@ -227,23 +262,44 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     """How well the automatic judge agrees with the human, per criterion."""
     pairs = scored_pairs(TrackingStore(tracking_uri), experiment)
     figures = tier_agreement(pairs)
+    notes = agreement_notes(pairs, figures)
     if fmt == "json":
         data = {
             name: {k: json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
         }
-        click.echo(json.dumps({"experiment": experiment, "candidates": len(pairs), **data}))
+        scale = {"scores": {name: list(levels(name)) for name in figures}, **FIGURE_SCALES}
+        document = {"experiment": experiment, "candidates": len(pairs), **data}
+        click.echo(json.dumps(document | {"scale": scale, "notes": notes}))
         return
     if not pairs:
         click.echo(f"no candidate of {experiment!r} is scored by both tiers yet")
         return
-    table = Table(title=f"{experiment}: human vs auto judge ({len(pairs)} candidates)")
+    table = Table(
+        title=f"{experiment}: human vs auto judge ({len(pairs)} candidates)",
+        caption=AGREEMENT_SCALES,
+        caption_justify="left",
+    )
     for column in ("criterion", "n", "weighted κ", "Krippendorff α", "exact", "within 1"):
         table.add_column(column, justify="left" if column == "criterion" else "right")
     for name, a in figures.items():
         table.add_row(
-            name, str(a.n), _fmt(a.kappa), _fmt(a.alpha), f"{a.exact:.0%}", f"{a.within_1:.0%}"
+            f"{name} ({levels_text(name)})",
+            str(a.n),
+            _fmt(a.kappa),
+            _fmt(a.alpha),
+            f"{a.exact:.0%}",
+            f"{a.within_1:.0%}",
         )
     Console().print(table)
+    for note in notes:
+        click.echo(f"note: {note}")
+
+
+#: What the agreement tables' figures run over (`judge.FIGURE_SCALES`), under each table.
+AGREEMENT_SCALES = (
+    "κ and α: 1 is full agreement, 0 what chance gives (κ runs from −1); exact and within 1: "
+    "shares of the candidates"
+)
 
 
 @judge_group.command("disagreements")

@@ -22,7 +22,7 @@ from tipbench.judge import (
     calibrate,
     log_calibration,
 )
-from tipbench.suite import CRITERIA
+from tipbench.suite import CRITERIA, levels_text
 from tipbench.tracking import TrackingStore
 
 
@@ -83,13 +83,15 @@ def show_calibration(result: Calibration, min_kappa: float) -> None:
         title=(
             f"{result.judge_model} on the calibration set of rubric {result.rubric_id} "
             f"({result.answered} of {result.tips} tips answered, set {result.calibration_hash})"
-        )
+        ),
+        caption=CALIBRATION_SCALES,
+        caption_justify="left",
     )
     for column in ("criterion", "n", "weighted κ", "exact", "within 1", "counts"):
         table.add_column(column, justify="left" if column in ("criterion", "counts") else "right")
     for name, figures in result.figures.items():
         table.add_row(
-            name,
+            f"{name} ({levels_text(name)})",
             str(figures.n),
             _fmt(figures.kappa),
             _percent(figures.exact),
@@ -97,6 +99,8 @@ def show_calibration(result: Calibration, min_kappa: float) -> None:
             "yes" if name in CRITERIA else "no: the rules' flag is used",
         )
     console.print(table)
+    for note in result.notes():
+        click.echo(f"note: {note}")
     click.echo(f"note: {FLAGS_NOTE}")
     click.echo("confusion (rows: agreed score, columns: the judge's score)")
     for name, figures in result.figures.items():
@@ -115,6 +119,13 @@ def show_calibration(result: Calibration, min_kappa: float) -> None:
         result.tips,
     )
     click.echo(status.describe())
+
+
+#: What the calibration table's figures run over (`judge.FIGURE_SCALES`), under the table.
+CALIBRATION_SCALES = (
+    "κ: 1 is full agreement with the agreed scores, 0 what chance gives (it runs from −1); "
+    "exact and within 1: shares of the tips answered"
+)
 
 
 def _fmt(value: float) -> str:

@@ -147,8 +147,7 @@ def serve_command(
     --state-url postgresql://... behind any load balancer.
     """
     try:
-        from tipbench.policy_service import PolicyServerSettings, create_app
-        from tipbench.policy_service._http_server import serve
+        from tipbench.policy_service import PolicyServerSettings, create_app, serve
     except ImportError as exc:
         raise ConfigError(
             f"tipbench policy serve needs the 'serve' extra ({exc.name} is missing): "

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from tipbench._errors import ConfigError
 from tipbench.cli import _options as options
 from tipbench.evaluate import CLIP_WEIGHT, MIN_DECISIONS
 from tipbench.policies import POLICIES, PolicyConfig
-from tipbench.policy_gate import DEFAULT_MARGIN
+from tipbench.policy_gate import DEFAULT_MARGIN, OFF_POLICY_MARGIN
 from tipbench.simulate import (
     DEFAULT_DAYS,
     DEFAULT_EXPERIMENT,
@@ -72,6 +73,10 @@ def _settings(
     return {name: PolicyConfig.model_validate(given) for name in POLICIES} if given else {}
 
 
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+
 def _study(**fields: object) -> SimulationConfig:
     """The study's settings given on the command line (the rest keep their defaults)."""
     return SimulationConfig.model_validate({k: v for k, v in fields.items() if v is not None})
@@ -92,8 +97,9 @@ def _study(**fields: object) -> SimulationConfig:
 @click.option(
     "--url",
     default=None,
-    help="Simulate end to end against a running `tipbench policy serve` at this URL "
-    "(needs TIPBENCH_POLICY_TOKEN) instead of in-process.",
+    help="Serve the simulated users through a running `tipbench policy serve` at this URL "
+    "(/serve and /reward, its live policy and shadows; needs TIPBENCH_POLICY_TOKEN) instead "
+    "of in-process: its log then holds shadow traffic for `policy evaluate` and `promote`.",
 )
 @click.option(
     "--shared-state",
@@ -101,7 +107,9 @@ def _study(**fields: object) -> SimulationConfig:
     help="With --url: simulate even though the server's state holds other users' decisions.",
 )
 @recorded
+@click.pass_context
 def simulate_command(
+    ctx: click.Context,
     policies: str,
     live: str | None,
     seeds: int | None,
@@ -123,11 +131,19 @@ def simulate_command(
     Reports mean reward, regret against the oracle, completion and dismiss rates, overall and
     per persona, with 95% intervals over seeds, each policy's paired difference from the live
     one with its p-value, and the learning curve; records the study in MLflow.
+
+    With --url the worlds are served through a running server as the app would: its live
+    policy decides, its shadows log and learn, nothing in its state is reset or deleted; the
+    report compares each shadow's would-be choices with what the live policy served.
     """
-    from tipbench.simulate import load_study, simulate
-    from tipbench.simulate._remote import RemoteTarget, simulate_remote
-    from tipbench.simulate._render import render_report
-    from tipbench.simulate._tracking import log_simulation
+    from tipbench.simulate import (
+        RemoteTarget,
+        load_study,
+        log_simulation,
+        render_report,
+        simulate,
+        simulate_remote,
+    )
     from tipbench.tracking import TrackingStore
 
     config = _study(
@@ -139,6 +155,11 @@ def simulate_command(
         if settings:
             raise ConfigError(
                 "--url: the server's own settings decide; drop --epsilon/--alpha/--floor"
+            )
+        if any(_given(ctx, name) for name in ("policies", "live")):
+            raise ConfigError(
+                "--url: the server's roles decide (its live policy and shadows, GET /config); "
+                "drop --policies/--live"
             )
         target = RemoteTarget.from_environment(url, shared=shared_state)
         load_study(config)  # a bad suite or size is refused before any request
@@ -152,13 +173,19 @@ def simulate_command(
     if fmt == "json":
         click.echo(json.dumps({**report.to_dict(), "run_id": runs.parent_run_id}))
         return
-    per_seed = config.users * config.days * simulation.study.population.opportunities_per_day
-    where = f"through {url}" if url else "in-process"
+    study = simulation.study.config
+    per_seed = study.users * study.days * simulation.study.population.opportunities_per_day
+    where = f"through {url} (/serve, its shadows logged)" if url else "in-process"
     header = (
-        f"simulated {len(config.policies)} policies {where}: {config.seeds} seeds × "
-        f"{config.users} users × {config.days} days ({per_seed:,} decisions per seed); "
+        f"simulated {len(study.policies)} policies {where}: {study.seeds} seeds × "
+        f"{study.users} users × {study.days} days ({per_seed:,} decisions per seed); "
         f"live: {report.live}"
     )
+    if url:
+        header += (
+            "\nthe seeds were served one after another on the server's learning state, so "
+            "they are not independent: read the intervals over seeds as rough"
+        )
     for line in render_report(report, header):
         click.echo(line)
     click.echo(f"\nrecorded in MLflow: experiment {experiment!r}, run {runs.parent_run_id}")
@@ -181,6 +208,12 @@ def simulate_command(
 )
 @click.option("--live", default=None, help="The live policy [default: the latest /serve's].")
 @click.option(
+    "--include-score",
+    is_flag=True,
+    help="Also evaluate on the /score decisions (made by the policy named, not the live one; "
+    "left out by default).",
+)
+@click.option(
     "--clip",
     type=click.FloatRange(min=1.0),
     default=CLIP_WEIGHT,
@@ -202,6 +235,7 @@ def evaluate_command(
     log_file: Path | None,
     policies: str | None,
     live: str | None,
+    include_score: bool,
     clip: float,
     min_decisions: int,
     experiment: str,
@@ -210,31 +244,46 @@ def evaluate_command(
 ) -> None:
     """Off-policy estimates (IPS, SNIPS, doubly robust) of each shadow's mean reward from the
     decision log, with 95% intervals, effective sample size and clipped weights; records the
-    evaluation in MLflow."""
+    evaluation in MLflow.
+
+    The log is checked first: a probability out of range or not summing to 1, a reward not a
+    number in [0, 1], a shadow that scored other candidates is refused naming the decision and
+    the field, and nothing is recorded; so is a log without decisions.
+    """
     from tipbench._redact import redact_uri
-    from tipbench.evaluate import evaluate, read_log, traffic_from_rows
-    from tipbench.evaluate._render import render_evaluation
-    from tipbench.evaluate._tracking import log_evaluation
+    from tipbench.evaluate import (
+        evaluate,
+        log_evaluation,
+        read_log,
+        render_evaluation,
+        traffic_from_rows,
+    )
     from tipbench.policy_gate import serving_config
     from tipbench.policy_service import decision_rows, open_store
     from tipbench.tracking import TrackingStore
 
-    explicit_state = ctx.get_parameter_source("state_url") == click.core.ParameterSource.COMMANDLINE
+    explicit_state = ctx.get_parameter_source("state_url") == ParameterSource.COMMANDLINE
     if log_file is not None and explicit_state:
         raise click.UsageError("give --state-url or --log, not both")
     settings = None
     if log_file is not None:
-        traffic = traffic_from_rows(read_log(log_file))
+        traffic = traffic_from_rows(read_log(log_file), include_score=include_score)
         source = str(log_file)
     else:
         store = open_store(state_url, create=False)
         try:
             serving = serving_config(store)  # replayed policies decide with its settings
             live, settings = live or serving.live, serving.policies
-            traffic = traffic_from_rows(decision_rows(store))
+            traffic = traffic_from_rows(decision_rows(store), include_score=include_score)
         finally:
             store.close()
         source = redact_uri(state_url) if state_url else "the default state"
+    if traffic.decisions == 0:
+        only_score = f" but {traffic.score_left_out:,} /score ones (--include-score)"
+        raise ConfigError(
+            f"{source}: the log holds no decision to evaluate"
+            f"{only_score if traffic.score_left_out else ''}: nothing recorded"
+        )
     names = [p.strip() for p in policies.split(",") if p.strip()] if policies else None
     report = evaluate(
         traffic, names, live=live, settings=settings, clip=clip, min_decisions=min_decisions
@@ -266,6 +315,14 @@ def evaluate_command(
     show_default=True,
     help="Mean reward per decision the challenger must gain in the simulator.",
 )
+@click.option(
+    "--off-policy-margin",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=OFF_POLICY_MARGIN,
+    show_default=True,
+    help="δ: the loss per decision the served traffic must rule out (the lower bound of "
+    "challenger − live above −δ).",
+)
 @seeds
 @world_size
 @policy_settings
@@ -275,6 +332,7 @@ def promote_command(
     apply_: bool,
     state_url: str | None,
     margin: float,
+    off_policy_margin: float,
     seeds: int | None,
     days: int | None,
     users: int | None,
@@ -287,8 +345,10 @@ def promote_command(
     fmt: str,
 ) -> None:
     """Make the challenger live only if it beats the live policy in the simulator (paired, by
-    a margin, p < 0.05) and, with enough logged traffic, its off-policy estimate is not
-    significantly worse than the live policy's observed reward.
+    a margin, p < 0.05) and the served traffic rules out a loss of δ: the lower bound of its
+    off-policy estimate minus the live policy's observed reward lies above −δ. An interval
+    that still holds −δ refuses, saying about how many more shadow decisions would settle
+    it; only a log with no usable traffic leaves the simulator to decide alone.
 
     Exit code 0 when it is (or would be) promoted, 3 when the gate refuses.
     """
@@ -302,6 +362,7 @@ def promote_command(
         study=study,
         settings=_settings(epsilon, alpha, floor),
         margin=margin,
+        off_policy_margin=off_policy_margin,
         tracking_uri=tracking_uri,
         experiment=experiment,
     )

@@ -103,6 +103,10 @@ class _BarProgress:
         if not self.live or error is not None:
             self._line(f"[{step.done}/{step.total}] {label} {status}{suffix}")
 
+    def loading(self, model: str, loading: bool) -> None:
+        """The phase's model is loading, or ready: an event (the load's own note names it)."""
+        self.steps.loading(model, loading)
+
     def note(self, message: str) -> None:
         self._show()
         self._bar.update(self._task, description=message)

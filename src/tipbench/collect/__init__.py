@@ -10,6 +10,7 @@ from tipbench.collect._config import (
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._ledger import CollectProgress, CollectResult
 from tipbench.collect._parse import AnswerDone, ParsedTips, parse_tips, tips_schema
+from tipbench.collect._probe import PROBE_SEED
 from tipbench.collect._record import CellOutcome, build_record, build_trace
 from tipbench.collect._runner import collect, preflight
 
@@ -18,6 +19,7 @@ __all__ = [
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",
+    "PROBE_SEED",
     "AnswerDone",
     "Cell",
     "CellOutcome",

@@ -27,6 +27,9 @@ class CollectConfig(PhaseConfig):
     prompts: list[str] = Field(default_factory=lambda: _split(DEFAULT_PROMPTS), min_length=1)
     n_tips: int = Field(default=5, ge=1, le=20)
     n_scenarios: int = Field(default=0, ge=0, le=1000)
+    #: The scenarios by id (in suite order), instead of the first `n_scenarios`: a split's
+    #: training or held-out scenarios (`tipbench optimize`).
+    scenarios: list[str] = Field(default_factory=list, max_length=1000)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     seed: int = Field(default=42, ge=0, le=2**31 - 1)
     max_tokens: int | None = Field(default=None, ge=16, le=8192)
@@ -37,7 +40,7 @@ class CollectConfig(PhaseConfig):
     #: the suite's prompts in the Prompt Registry (`--no-genai-records` turns them off).
     genai_records: bool = True
 
-    @field_validator("models", "prompts", mode="before")
+    @field_validator("models", "prompts", "scenarios", mode="before")
     @classmethod
     def _comma_separated(cls, value: str | list[str]) -> list[str]:
         return _split(value)

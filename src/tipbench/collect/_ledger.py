@@ -31,7 +31,9 @@ from tipbench.collect._cell_writer import CellWriter
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._duplicates import DuplicateReport, resolve_duplicates
 from tipbench.collect._grid import Cell
+from tipbench.collect._path_choice import PathChoice
 from tipbench.collect._record import CellOutcome
+from tipbench.collect._recorded_paths import RecordedPaths
 from tipbench.suite import Suite, content_hash
 from tipbench.tracking import (
     KIND_COLLECTION,
@@ -72,6 +74,8 @@ class CollectResult(PhaseResult):
     warnings: list[str] = field(default_factory=list)
     experiment_id: str = ""
     genai_records: bool = True  # whether MLflow's GenAI views show the cells
+    paths: dict[str, str] = field(default_factory=dict)  # model -> its path, and why
+    requests: int = 0  # generation requests made, the probe's included
 
 
 @dataclass
@@ -85,6 +89,7 @@ class _Open:
     writer: BackgroundWriter
     cells: CellWriter  # records each cell through `writer`
     result: CollectResult
+    paths: RecordedPaths  # each model's path as the experiment records it
 
 
 class Ledger:
@@ -117,6 +122,19 @@ class Ledger:
         self._open: _Open | None = None
         self._held = ExitStack()  # the lock
         self._hold = LockHold()  # asked before each write
+        self._chosen: dict[str, PathChoice] = {}  # this collection's paths, by model
+        self.requests = 0  # generation requests made (the runner counts them)
+
+    def recorded_path(self, model: str) -> PathChoice | None:
+        """The path the experiment holds for `model`'s cells (None: none yet, or the store
+        is not open because the experiment is new)."""
+        return None if self._open is None else self._open.paths.choice(model)
+
+    def note_path(self, model: str, choice: PathChoice) -> None:
+        """Record the path `model`'s cells take on the parent run (once it is open)."""
+        self._chosen[model] = choice
+        if self._open is not None:
+            self._open.paths.record(self._open.writer, self._open.parent, self._chosen)
 
     def wants(self, cell: Cell) -> bool:
         """Whether `cell` is to be generated (from any thread)."""
@@ -151,6 +169,7 @@ class Ledger:
             return
         result = opened.result
         result.interrupted = interrupted
+        result.requests = self.requests
         try:
             self.progress.note("writing the last runs to MLflow")
             opened.cells.end()
@@ -167,6 +186,7 @@ class Ledger:
                     "cells_skipped": result.skipped,
                     "cells_ok": result.succeeded,
                     "cells_failed": len(result.failed),
+                    "requests": result.requests,
                 },
             )
         finally:
@@ -251,6 +271,8 @@ class Ledger:
                 f"asked for {counted(config.n_scenarios, 'scenario')}, but suite "
                 f"{suite.name!r} has {available}: ran all {available}"
             )
+        paths = RecordedPaths.read(store, experiment_id, existing)
+        result.warnings.extend(paths.mixed())
         other_modes = sorted({run.structured for run in existing if run.ok} - {config.structured})
         if other_modes:
             result.warnings.append(
@@ -271,7 +293,9 @@ class Ledger:
             stale=stale,
         )
         cell_writer.begin(list({cell.prompt.version: cell.prompt for cell in cells}.values()))
-        return _Open(store, experiment_id, parent, done, writer, cell_writer, result)
+        if self._chosen:  # paths chosen while the store opened
+            paths.record(writer, parent, self._chosen)
+        return _Open(store, experiment_id, parent, done, writer, cell_writer, result, paths)
 
 
 def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
@@ -280,6 +304,7 @@ def _collection_params(config: CollectConfig, suite: Suite) -> dict[str, str]:
         "prompts": ",".join(config.prompts),
         "n_tips": str(config.n_tips),
         "n_scenarios": str(config.n_scenarios),
+        **({"scenarios": ",".join(config.scenarios)} if config.scenarios else {}),
         "temperature": str(config.temperature),
         "seed": str(config.seed),
         "max_model_b": str(config.max_model_b),

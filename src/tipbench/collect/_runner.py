@@ -24,12 +24,14 @@ from tipbench.backends import (
 )
 from tipbench.collect._cache import CACHE_FILE, ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
-from tipbench.collect._free_first import FreeFirst
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._ledger import CollectProgress, CollectResult, Ledger
 from tipbench.collect._parse import parse_tips
+from tipbench.collect._path_choice import PathChoice
+from tipbench.collect._path_memory import MEMORY_FILE, PathMemory
+from tipbench.collect._probe import Probe
 from tipbench.collect._record import CellOutcome
-from tipbench.suite import load_suite
+from tipbench.suite import Scenario, load_suite
 from tipbench.tracking import data_dir, experiment_is_new, open_in_background
 
 
@@ -54,7 +56,7 @@ def collect(
     progress = progress or SilentProgress()
     suite = load_suite(config.suite)
     prompts = [suite.prompt(version) for version in config.prompts]
-    scenarios = suite.select_scenarios(config.n_scenarios)
+    scenarios = suite.select_scenarios(config.n_scenarios, config.scenarios)
     # a new experiment holds no cell yet: generation need not wait for the store
     ahead = experiment_is_new(tracking_uri, config.experiment)
     progress.note("opening the tracking store")
@@ -74,16 +76,23 @@ def collect(
     ledger = Ledger(opening, config, suite, cells, progress, ahead=ahead, tags=parent_tags)
     interrupted = False
     cache: ResponseCache | None = None
+    memory: PathMemory | None = None
+    block: _Block | None = None
     try:
         if not ahead:
             ledger.open()
         if config.use_cache:
             cache = ResponseCache(data_dir() / CACHE_FILE)
-        block = _Block(config, retry or RetryPolicy(), cache, ledger, progress)
+        if config.structured == "auto":
+            memory = PathMemory(data_dir() / MEMORY_FILE)
+        block = _Block(
+            config, retry or RetryPolicy(), cache, memory, ledger, progress, suite.scenarios
+        )
         for backend, _ in backends:
             block.run(backend, [cell for cell in cells if cell.model == backend.spec])
         result = ledger.open()  # so that the parent run exists when nothing was generated
         result.model_loads = block.loads
+        result.paths = {model: choice.describe() for model, choice in block.paths.items()}
         return result
     except BaseException as exc:
         # Ctrl-C, SIGTERM, an orchestrator's stop or time limit: not an error of the grid
@@ -92,6 +101,10 @@ def collect(
     finally:
         if cache is not None:
             cache.close()
+        if memory is not None:
+            memory.close()
+        if block is not None:
+            ledger.requests = block.requests
         ledger.close(interrupted)
 
 
@@ -110,23 +123,27 @@ def preflight(config: CollectConfig) -> list[tuple[Backend, str]]:
 
 @dataclass
 class _Block:
-    """Runs one model's cells: cached answers first, then one load for the rest."""
+    """Runs one model's cells: its path chosen, cached answers, then one load for the rest."""
 
     config: CollectConfig
     retry: RetryPolicy
     cache: ResponseCache | None
+    memory: PathMemory | None  # the probe's answers, under `--structured auto`
     ledger: Ledger
     progress: CollectProgress
+    scenarios: tuple[Scenario, ...]  # the suite's, that the probe asks about
     loads: Counter[str] = field(default_factory=Counter)
+    paths: dict[str, PathChoice] = field(default_factory=dict)  # model -> its path
+    requests: int = 0  # generation requests made, the probe's included
 
     def run(self, backend: Backend, cells: list[Cell]) -> None:
-        todo = []
-        for cell in filter(self.ledger.wants, cells):
-            outcome = self._from_cache(cell)
-            if outcome is not None:
-                self.ledger.record(outcome)
-            else:
-                todo.append(cell)
+        """Generate the model's `cells` that are still wanted (`cells`: all of its grid)."""
+        todo = [cell for cell in cells if self.ledger.wants(cell)]
+        if not todo:
+            return
+        choice = self._choose(backend, cells, ask=False)
+        if choice is not None or self.memory is None:
+            todo = self._replay(todo, choice)
         if not todo:
             return
         loaded = False
@@ -134,7 +151,11 @@ class _Block:
             with resident(backend, self.retry, self.progress.note):
                 loaded = True
                 self.loads[str(backend.spec)] += 1
-                self._generate_all(backend, todo, FreeFirst())
+                if choice is None and self.memory is not None:
+                    self.progress.note(f"choosing the generation path of {backend.spec}")
+                    choice = self._choose(backend, cells, ask=True)
+                    todo = self._replay(todo, choice)
+                self._generate_all(backend, todo, choice)
         except BackendError as exc:
             if loaded:  # generation turns its errors into outcomes: this is not one
                 raise
@@ -142,32 +163,69 @@ class _Block:
                 failed = CellOutcome(cell, error=f"load failed: {exc}", finished_at=time.time())
                 self.ledger.record(failed)
 
-    def _generate_all(self, backend: Backend, cells: list[Cell], free_first: FreeFirst) -> None:
+    def _choose(self, backend: Backend, cells: list[Cell], *, ask: bool) -> PathChoice | None:
+        """Under `auto`, the model's path: the experiment's, else its probe's (from memory,
+        or asked if `ask`); None when it cannot be known without asking."""
+        if self.memory is None:
+            return None
+        model = str(backend.spec)
+        if model in self.paths:
+            return self.paths[model]
+        recorded = self.ledger.recorded_path(model)
+        probe = Probe(self.memory, self.retry, backend, ask=ask and recorded is None)
+        probed = probe.choose(cells, self.scenarios)
+        if recorded is not None and probed is not None and probed.path != recorded.path:
+            self.ledger.open().warnings.append(
+                f"{model} keeps the {recorded.path} path of its earlier cells in "
+                f"{self.config.experiment!r}, so that its prompts compare on equal terms; its "
+                f"probe now favours {probed.path}: collect into a new experiment to take it"
+            )
+        choice = recorded or probed
+        if choice is not None:
+            self.paths[model] = choice
+            self.requests += choice.asked
+            self.ledger.note_path(model, choice)
+        return choice
+
+    def _replay(self, cells: list[Cell], choice: PathChoice | None) -> list[Cell]:
+        """Record the cells whose answers are cached; return the others."""
+        todo = []
+        for cell in cells:
+            outcome = self._from_cache(cell, choice)
+            if outcome is not None:
+                self.ledger.record(outcome)
+            else:
+                todo.append(cell)
+        return todo
+
+    def _generate_all(self, backend: Backend, cells: list[Cell], choice: PathChoice | None) -> None:
         """Generate the cells still wanted: generated ahead of the store, the recorded cells
-        it reveals are not generated again. Under `auto`, `free_first` learns from the
-        block's cells whether to ask freely first."""
+        it reveals are not generated again. Under `auto`, every cell takes `choice`'s path."""
 
         def generate(cell: Cell) -> CellOutcome | None:
-            return self._generate(backend, cell, free_first) if self.ledger.wants(cell) else None
+            return self._generate(backend, cell, choice) if self.ledger.wants(cell) else None
+
+        def record(outcome: CellOutcome | None) -> None:
+            if outcome is not None:
+                self.requests += len(outcome.requests)
+                self.ledger.record(outcome)
 
         if backend.parallel_requests and self.config.concurrency > 1:
             with ThreadPoolExecutor(self.config.concurrency) as pool:
                 try:
                     for outcome in pool.map(generate, cells):
-                        if outcome is not None:
-                            self.ledger.record(outcome)
+                        record(outcome)
                 except BaseException:
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise
         else:
             for cell in cells:
-                if (outcome := generate(cell)) is not None:
-                    self.ledger.record(outcome)
+                record(generate(cell))
 
-    def _from_cache(self, cell: Cell) -> CellOutcome | None:
+    def _from_cache(self, cell: Cell, choice: PathChoice | None) -> CellOutcome | None:
         if self.cache is None:
             return None
-        hit = self.cache.get(_cache_key(cell))
+        hit = self.cache.get(_cache_key(cell, choice))
         if hit is None:
             return None
         generation, latency, attempts, path = hit
@@ -185,7 +243,7 @@ class _Block:
             path or _cached_path(cell, generation),
         )
 
-    def _generate(self, backend: Backend, cell: Cell, free_first: FreeFirst) -> CellOutcome:
+    def _generate(self, backend: Backend, cell: Cell, choice: PathChoice | None) -> CellOutcome:
         """Generate and parse one cell, retrying transient failures and unusable output."""
         self.progress.start(cell.name)
         tries: list[CellOutcome] = []  # attempts that returned output
@@ -195,18 +253,15 @@ class _Block:
         def attempt(number: int) -> CellOutcome:
             nonlocal attempts
             attempts = number
-            learning = cell.structured == "auto"
             answer = generate_structured(
                 backend,
                 cell.structured,
                 lambda constraint: cell.request(number, constraint),
                 lambda text: parse_tips(text, cell.n_tips),
                 lambda parsed: len(parsed.tips) >= cell.n_tips,
-                free_first.constraints() if learning else None,
+                choice.constraints if choice is not None else None,
                 requests,
             )
-            if learning:
-                free_first.observe(answer.requests)
             parsed, generation = answer.parsed, answer.generation
             tries.append(
                 CellOutcome(
@@ -238,7 +293,7 @@ class _Block:
         outcome = replace(outcome, requests=tuple(requests))
         if self.cache is not None and outcome.generation is not None:
             self.cache.put(
-                _cache_key(cell),
+                _cache_key(cell, choice),
                 outcome.generation,
                 outcome.latency_s,
                 outcome.attempts,
@@ -247,12 +302,15 @@ class _Block:
         return outcome
 
 
-def _cache_key(cell: Cell) -> str:
-    """The cell's cache key: its first request, and its structured mode unless `schema`
-    (whose answers were cached under the bare request before the modes existed)."""
+def _cache_key(cell: Cell, choice: PathChoice | None) -> str:
+    """The cell's cache key: its first request, its structured mode unless `schema` (whose
+    answers were cached under the bare request before the modes existed) and, under `auto`,
+    its model's path (an answer of the other path is not this cell's)."""
     identity = cell.model_identity
     if cell.structured != "schema":
         identity = f"{identity}|structured={cell.structured}"
+    if choice is not None:
+        identity = f"{identity}|path={choice.path}"
     return request_key(identity, cell.request())
 
 

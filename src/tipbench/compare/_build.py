@@ -29,6 +29,7 @@ from tipbench.compare._leaderboard import (
     Leaderboard,
     LeaderboardRow,
 )
+from tipbench.compare._paths import model_paths
 from tipbench.compare._standing import Placing, place
 from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
 from tipbench.judging import (
@@ -292,6 +293,7 @@ def leaderboards_for(
     ]
     if len(tiers) > 1:  # among other tiers, the combined one once it can say something
         boards = [b for b in boards if b.tier != "combined" or b.rows or _started(b)]
+    boards = [replace(board, paths=model_paths(runs)) for board in boards]
     return [
         replace(board, calibration=tier_calibration(store, runs, suite, min_kappa))
         if board.tier == "auto" and board.rows

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tipbench.compare._paths import ModelPaths
 from tipbench.compare._standing import Standing, is_first, rank_text
 from tipbench.judge import JudgeCalibration
 from tipbench.judging import AnytimeLeader, JudgingStatus
@@ -19,7 +20,7 @@ from tipbench.stats import (
     json_number,
     verdict,
 )
-from tipbench.suite import SCORE_NAMES
+from tipbench.suite import SCORE_NAMES, mean_scale
 
 Status = Literal["ranked", "insufficient data"]
 BoardTier = Literal["human", "auto", "combined"]
@@ -28,6 +29,12 @@ BOARD_TIERS: tuple[BoardTier, ...] = ("human", "auto", "combined")
 DEFAULT_MIN_SCENARIOS = 3
 COLUMNS: tuple[str, ...] = ("composite", *SCORE_NAMES)
 """The per-cell means, in the order rows and tables show them."""
+
+
+def scales() -> dict[str, dict[str, Any]]:
+    """What each of `COLUMNS` runs over (the rubric's `mean_scale`), as the JSON's `scale`:
+    the composite 2–17, each criterion 1–5, each flag a share of candidates 0–1."""
+    return {column: mean_scale(column).to_dict() for column in COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,7 @@ class Leaderboard:
     calibration: tuple[JudgeCalibration, ...] = ()
     judging: JudgingStatus | None = None
     anytime: AnytimeLeader | None = None
+    paths: tuple[ModelPaths, ...] = ()  # which generation path each model's cells took
 
     @property
     def leader(self) -> LeaderboardRow | None:
@@ -245,7 +253,8 @@ class Leaderboard:
         raise KeyError(f"{model}|{prompt_version}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The leaderboard's figures as JSON-ready values (NaN and infinities as None).
+        """The leaderboard's figures as JSON-ready values (NaN and infinities as None), with
+        each mean's `scale`.
 
         What the CLI prints and the API return is `compare.leaderboard_document`: these
         figures with the notes the table prints under it (`compare._notes`, which reads a
@@ -261,6 +270,7 @@ class Leaderboard:
             "leader": None
             if leader is None
             else {"model": leader.model, "prompt_version": leader.prompt_version},
+            "scale": scales(),
             "rows": [row.to_dict() for row in self.rows],
             **(
                 {"calibration": [c.to_dict() for c in self.calibration]}
@@ -269,4 +279,5 @@ class Leaderboard:
             ),
             **({"judging": self.judging.to_dict()} if self.judging is not None else {}),
             **({"anytime": self.anytime.to_dict()} if self.anytime is not None else {}),
+            "paths": [paths.to_dict() for paths in self.paths],
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tipbench._words import counted
+from tipbench.compare._paths import mixed_paths_warnings, paths_note
 from tipbench.stats import ALPHA, EXACT_MAX_PAIRS, pairs_needed
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def board_notes(board: Leaderboard, *, calibration: bool = True) -> list[str]:
             "For promotion (confidence sequences, valid however often you look): "
             f"{board.anytime.message}."
         )
+    notes += paths_note(board.paths)
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
     if calibration:
@@ -88,6 +90,7 @@ def leaderboard_warnings(board: Leaderboard) -> list[str]:
             f"({', '.join(modes)}; see each row's `structured`): collect each mode into its "
             "own experiment to compare like with like."
         )
+    warnings += mixed_paths_warnings(board.paths)
     weak = [row for row in board.rows if cannot_reach_alpha(row)]
     if weak:
         worst = max(weak, key=lambda row: row.vs_leader.min_p_value if row.vs_leader else 0.0)
@@ -115,6 +118,7 @@ def combined_notes(board: Leaderboard) -> list[str]:
                 "turn, they count once the runs before them in their cell's queue are scored."
             )
     notes.extend(f"* {warning}" for warning in leaderboard_warnings(board))
+    notes += paths_note(board.paths)
     if len(board.ranked) < len(board.rows):
         notes.append(
             "Cells without a human score in the judging order (or on fewer than "

@@ -25,6 +25,7 @@ from tipbench.backends import BACKEND_NAMES
 from tipbench.compare._leaderboard import COLUMNS, Leaderboard, LeaderboardRow
 from tipbench.compare._notes import board_notes, cannot_reach_alpha
 from tipbench.compare._standing import STANDINGS
+from tipbench.suite import mean_scale
 
 Format = Literal["table", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("table", "json", "csv", "md")
@@ -46,6 +47,23 @@ CSV_FIELDS = (
     "combined_cs_low", "combined_cs_high",
 )  # fmt: skip
 _CSV_P_VALUES = ("vs_leader_p_value", "vs_leader_min_p_value")
+
+
+def scale_line(columns: Sequence[str], short: bool = False) -> str:
+    """What the shown means run over, grouped by scale (the rubric's `mean_scale`):
+    `scales: composite 2–17 · relev., action., tone 1–5 · format ok, overlong: share of
+    candidates 0–1`. `short` leaves the word "scales" and the candidates out."""
+    groups: dict[str, list[str]] = {}
+    for column in columns:
+        groups.setdefault(mean_scale(column).text(), []).append(HEADINGS[column])
+    parts = []
+    for text, names in groups.items():
+        if text.startswith("share "):
+            of = "share" if short else "share of candidates"
+            parts.append(f"{', '.join(names)}: {of} {text.removeprefix('share ')}")
+        else:
+            parts.append(f"{', '.join(names)} {text}")
+    return ("" if short else "scales: ") + " · ".join(parts)
 
 
 def fixed(value: float | None, digits: int = 2, signed: bool = False) -> str:
@@ -164,6 +182,8 @@ def _short(name: str, limit: int = _SHORT_NAME) -> str:
 def _build_table(board: Leaderboard, layout: _Layout) -> Table:
     out = Table(
         title=_title(board),
+        caption=scale_line(("composite", *layout.criteria), short=layout.short_names),
+        caption_justify="left",
         box=box.SIMPLE_HEAD,
         title_style="bold",
         min_width=len(_title(board)),
@@ -331,6 +351,7 @@ def to_markdown(boards: Sequence[Leaderboard]) -> str:
                 standing_label(row) if row.ranked else f"_{standing_label(row)}_",
             ]
             lines.append(f"| {' | '.join(_md_cell(c) for c in cells)} |")
+        lines += ["", f"_Scales: {scale_line(COLUMNS).removeprefix('scales: ')}._"]
         parts.append("\n".join(lines) + "\n")
         parts.append("\n".join(board_notes(board)) + "\n")
     return "\n".join(parts)

@@ -25,7 +25,7 @@ from tipbench.compare._render import (
 )
 from tipbench.compare._standing import STANDINGS, Standing
 from tipbench.stats import EXACT_MAX_PAIRS, json_number, pairs_needed
-from tipbench.suite import COMPOSITE_RANGE
+from tipbench.suite import COMPOSITE_RANGE, mean_scale
 
 TIER_TITLES: dict[BoardTier, str] = {
     "human": "Human judge",
@@ -79,6 +79,9 @@ class Column(BaseModel):
     heading: str
     numeric: bool = True
     strong: bool = False
+    scale: str | None = None
+    """What the column's means run over (`1–5`, `2–17`, `share 0–1`), shown under its
+    heading."""
 
 
 class Bar(BaseModel):
@@ -172,9 +175,12 @@ def leaderboard_view(board: Leaderboard) -> LeaderboardView:
         Column(heading="#"),
         Column(heading="model", numeric=False),
         Column(heading="prompt", numeric=False),
-        Column(heading=HEADINGS["composite"], strong=True),
+        Column(heading=HEADINGS["composite"], strong=True, scale=mean_scale("composite").text()),
         Column(heading=f"{percent} CI"),
-        *(Column(heading=HEADINGS[column]) for column in COLUMNS[1:]),
+        *(
+            Column(heading=HEADINGS[column], scale=mean_scale(column).text())
+            for column in COLUMNS[1:]
+        ),
         Column(heading="scen."),
         Column(heading="cand."),
         Column(heading="Δ vs leader [CI]"),

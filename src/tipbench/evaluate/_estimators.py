@@ -19,11 +19,15 @@ service logs them exactly), and every candidate the target may show had p > 0 (o
 policies' exploration floors guarantee it). When the target puts probability on candidates
 the logger could not show, or the weights leave too few effective decisions, the policy is
 reported as `no overlap`; with fewer than `MIN_DECISIONS` decisions as `too little data`;
-neither gets an estimate.
+neither gets an estimate. Where more traffic would give one, `more_needed` says about how many
+more rewarded decisions (with the policy's probabilities, at the log's rate): the missing ones
+below `MIN_DECISIONS`, or as many as raise the effective sample size to `MIN_ESS` (it grows in
+proportion to the decisions); none where the policy's mass on never-shown tips is the reason.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Literal
@@ -67,6 +71,7 @@ class PolicyEvaluation:
     estimates: dict[str, Estimate]  # estimator → estimate (empty unless estimated)
     rows: Ints = field(repr=False, compare=False)  # which rows of the traffic
     dr_terms: Vector = field(repr=False, compare=False)  # DR's per-row terms
+    more_needed: int | None = None  # more rewarded decisions an estimate needs (None: none do)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +82,7 @@ class PolicyEvaluation:
             "decisions": self.decisions,
             "ess": _finite(self.ess),
             "clipped": _finite(self.clipped),
+            "more_needed": self.more_needed,
             "estimates": {
                 name: {k: _finite(v) for k, v in vars(e).items()}
                 for name, e in self.estimates.items()
@@ -146,16 +152,21 @@ def evaluate_policy(
     n = len(rows)
 
     def refused(
-        status: Status, reason: str, ess: float = np.nan, clipped: float = np.nan
+        status: Status,
+        reason: str,
+        ess: float = np.nan,
+        clipped: float = np.nan,
+        more: int | None = None,
     ) -> PolicyEvaluation:
         return PolicyEvaluation(
-            policy, source, status, reason, n, ess, clipped, {}, rows, np.empty(0)
+            policy, source, status, reason, n, ess, clipped, {}, rows, np.empty(0), more
         )
 
     if n < min_decisions:
         return refused(
             "too little data",
             f"{n} rewarded decisions with its probabilities; {min_decisions} needed",
+            more=min_decisions - n,
         )
     pi, p = probabilities[rows], traffic.logging[rows]
     unseen = float((pi * (p <= 0)).sum() / n)
@@ -177,6 +188,7 @@ def evaluate_policy(
             "shows what this policy would",
             ess,
             clipped,
+            math.ceil(n * min_ess / ess) - n if ess > 0 else None,
         )
     ips_terms = w * r
     qr = q[rows]

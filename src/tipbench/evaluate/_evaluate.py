@@ -51,12 +51,13 @@ class Comparison:
 
 @dataclass(frozen=True)
 class EvaluationReport:
-    decisions: int  # rows in the log
+    decisions: int  # rows of the log evaluated
     rewarded: int
     live: str | None
     observed: tuple[Observed, ...]
     policies: tuple[PolicyEvaluation, ...]
     versus_live: tuple[Comparison, ...]
+    score_left_out: int = 0  # `/score` decisions of the log not evaluated (not asked for)
 
     def policy(self, name: str) -> PolicyEvaluation:
         return next(p for p in self.policies if p.policy == name)
@@ -74,6 +75,7 @@ class EvaluationReport:
         return {
             "decisions": self.decisions,
             "rewarded": self.rewarded,
+            "score_left_out": self.score_left_out,
             "live": self.live,
             "observed": [
                 {"policy": o.policy, "decisions": o.decisions, **(estimate(o.value) or {})}
@@ -174,6 +176,7 @@ def evaluate(
         observed=observed,
         policies=tuple(evaluations),
         versus_live=comparisons,
+        score_left_out=traffic.score_left_out,
     )
 
 

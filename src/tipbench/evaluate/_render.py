@@ -16,6 +16,13 @@ def render_evaluation(report: EvaluationReport) -> list[str]:
     lines = [
         f"{report.decisions:,} logged decisions, {report.rewarded:,} rewarded; "
         f"live: {report.live or 'none'}",
+    ]
+    if report.score_left_out:
+        lines.append(
+            f"({report.score_left_out:,} /score decisions left out: made by the policy named, "
+            "not the live one; --include-score counts them)"
+        )
+    lines += [
         "",
         "observed (each policy's own decisions):",
     ]

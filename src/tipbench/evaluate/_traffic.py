@@ -1,7 +1,11 @@
 """Logged traffic as arrays: what off-policy evaluation reads from a decision log.
 
 The input is the decision log's rows as `tipbench policy log export --format jsonl` writes
-them (a state store's log is read as the same rows). Only rewarded decisions count. For each,
+them (a state store's log is read as the same rows). Every row is checked first (`_checks`).
+Only `/serve` decisions count unless `/score` ones are asked for: a `/score/{policy}` decision
+was made by the policy named, not the live one, and has no shadows, so that it would enter a
+shadow's off-policy estimate as the policy's own on-policy traffic (weights of 1). Only
+rewarded decisions count. For each,
 the arrays keep: the policy that decided and its probability of every candidate (the logging
 policy), the candidate shown and its reward, the candidates' categories, the features (the
 richest vector any policy logged for the request: v2 if one was logged, else v1; v1 is the
@@ -23,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench._errors import ConfigError
+from tipbench.evaluate._checks import CheckedRow, check_row, decision_label
 from tipbench.policies import FEATURES_V1, FEATURES_V2, Vector
 
 Ints = npt.NDArray[np.int64]
@@ -44,7 +49,8 @@ class Traffic:
     targets: Mapping[str, Vector]  # policy → (n, K) its probabilities, NaN rows where unknown
     x_v1: Vector  # (n, 7)
     x_v2: Vector  # (n, 12), NaN rows where no v2 vector was logged
-    decisions: int  # rows read, rewarded or not
+    decisions: int  # rows read, rewarded or not (`/score` ones only if asked for)
+    score_left_out: int = 0  # `/score` decisions read and left out
 
     @property
     def n(self) -> int:
@@ -74,7 +80,9 @@ class Traffic:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, include_score: bool = False) -> None:
+        self.include_score = include_score
+        self.score_left_out = 0
         self.decider: list[str] = []
         self.route: list[str] = []
         self.user: list[str] = []
@@ -88,19 +96,23 @@ class _Builder:
         self.decisions = 0
 
     def add(self, row: Mapping[str, Any], line: int) -> None:
+        checked = check_row(row, line)
+        if row.get("route", "serve") == "score" and not self.include_score:
+            self.score_left_out += 1
+            return
         self.decisions += 1
         if row.get("reward") is None:
             return
         try:
-            self._add(row)
+            self._add(row, checked)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ConfigError(f"decision {line}: not a decision-log row ({exc!r})") from None
+            where = decision_label(row, line)
+            raise ConfigError(f"{where}: not a decision-log row ({exc!r})") from None
 
-    def _add(self, row: Mapping[str, Any]) -> None:
+    def _add(self, row: Mapping[str, Any], checked: CheckedRow) -> None:
         # One row per decision of a possibly huge log: plain list work, numbers converted
         # once, by numpy, when the arrays are built.
-        candidates = row["candidates"]
-        tips = [c["tip_id"] for c in candidates]
+        tips = checked.tips
         position = len(self.reward)
         policy = row["policy"]
         self.decider.append(policy)
@@ -108,19 +120,14 @@ class _Builder:
         self.user.append(row.get("user_id", ""))
         self.reward.append(row["reward"])
         self.chosen.append(tips.index(row["tip_id"]))
-        self.categories.append(tuple(c["category"] for c in candidates))
-        logged = [c["probability"] for c in candidates]
-        self.logging.append(logged)
-        self.targets.setdefault(policy, {})[position] = logged
+        self.categories.append(tuple(c["category"] for c in row["candidates"]))
+        self.logging.append(checked.probabilities)
+        self.targets.setdefault(policy, {})[position] = checked.probabilities
         v2 = row["features"] if row["feature_version"] == "v2" else None
-        for shadow in row.get("shadows") or ():
-            scored = shadow["candidates"]
-            if [c["tip_id"] for c in scored] == tips:
-                probabilities = [c["probability"] for c in scored]
-            else:  # the same candidates in another order
-                by_tip = {c["tip_id"]: c["probability"] for c in scored}
-                probabilities = [by_tip[t] for t in tips]
-            self.targets.setdefault(shadow["policy"], {})[position] = probabilities
+        for shadow, (name, probabilities) in zip(
+            row.get("shadows") or (), checked.shadows, strict=True
+        ):
+            self.targets.setdefault(name, {})[position] = probabilities
             if v2 is None and shadow["feature_version"] == "v2":
                 v2 = shadow["features"]
         self.x_v1.append(row["features"][: len(FEATURES_V1)])
@@ -177,16 +184,19 @@ class _Builder:
             x_v1=np.array(self.x_v1, dtype=np.float64).reshape(n, len(FEATURES_V1)),
             x_v2=x_v2,
             decisions=self.decisions,
+            score_left_out=self.score_left_out,
         )
 
 
-def traffic_from_rows(rows: Iterable[Mapping[str, Any]]) -> Traffic:
-    """The rewarded decisions of a log's rows (in log order).
+def traffic_from_rows(rows: Iterable[Mapping[str, Any]], *, include_score: bool = False) -> Traffic:
+    """The rewarded decisions of a log's rows (in log order): its `/serve` decisions, and its
+    `/score` ones with `include_score`.
 
     Raises:
-        ConfigError: naming the first row that is not a decision-log row.
+        ConfigError: naming the first row that is not a decision-log row, or that breaks a
+            rule of the log (`LogRowError`, naming the decision and the field).
     """
-    builder = _Builder()
+    builder = _Builder(include_score)
     for line, row in enumerate(rows, start=1):
         builder.add(row, line)
     return builder.traffic()

@@ -12,6 +12,7 @@ from tipbench.judge._agreement import (
     krippendorff_alpha_ordinal,
     quadratic_weighted_kappa,
 )
+from tipbench.judge._agreement_notes import FIGURE_SCALES, constant_side_note
 from tipbench.judge._auto import (
     DEFAULT_JUDGE_MODEL,
     AutoJudgeConfig,
@@ -37,11 +38,13 @@ from tipbench.judge._calibration_store import (
     tier_calibration,
 )
 from tipbench.judge._candidates import CellCandidates, fetch_candidates
+from tipbench.judge._carry import fresh_path
 from tipbench.judge._export import (
     ExportResult,
     blind_order,
+    experiment_seed,
     export_pending,
-    fresh_path,
+    item_numbers,
     judge_file_for,
     new_export_id,
     previous_judge_file,
@@ -61,9 +64,23 @@ from tipbench.judge._human import (
     apply_judgements,
     default_judge,
 )
-from tipbench.judge._mlflow_feedback import SOURCE_MLFLOW, apply_mlflow_feedback, feedback_drafts
+from tipbench.judge._mlflow_feedback import (
+    HUMAN_JUDGES_VARIABLE,
+    SOURCE_MLFLOW,
+    FeedbackApplyResult,
+    apply_mlflow_feedback,
+    feedback_drafts,
+    parse_humans,
+    require_humans,
+)
 from tipbench.judge._record import record_draft, record_scores
-from tipbench.judge._tiers import ScoredPair, export_disagreements, scored_pairs, tier_agreement
+from tipbench.judge._tiers import (
+    ScoredPair,
+    agreement_notes,
+    export_disagreements,
+    scored_pairs,
+    tier_agreement,
+)
 from tipbench.judge._versions import StaleRun, changed_since
 from tipbench.tracking import TIERS, Scores, Tier, decode_scores, metric_name
 
@@ -71,7 +88,9 @@ __all__ = [
     "CALIBRATION_EXPERIMENT",
     "DEFAULT_JUDGE_MODEL",
     "DEFAULT_MIN_KAPPA",
+    "FIGURE_SCALES",
     "FLAGS_NOTE",
+    "HUMAN_JUDGES_VARIABLE",
     "SCHEMA_VERSION",
     "SOURCE_MLFLOW",
     "TIERS",
@@ -84,6 +103,7 @@ __all__ = [
     "CellCandidates",
     "CriterionFigures",
     "ExportResult",
+    "FeedbackApplyResult",
     "Item",
     "JudgeCalibration",
     "JudgeFile",
@@ -96,6 +116,7 @@ __all__ = [
     "StaleRun",
     "Tier",
     "agreement",
+    "agreement_notes",
     "apply_judge_file",
     "apply_judgements",
     "apply_mlflow_feedback",
@@ -105,13 +126,16 @@ __all__ = [
     "calibration_figures",
     "changed_since",
     "constant_score_warnings",
+    "constant_side_note",
     "decode_scores",
     "default_judge",
+    "experiment_seed",
     "export_disagreements",
     "export_pending",
     "feedback_drafts",
     "fetch_candidates",
     "fresh_path",
+    "item_numbers",
     "json_schema",
     "judge_calibration",
     "judge_file_for",
@@ -121,11 +145,13 @@ __all__ = [
     "log_calibration",
     "metric_name",
     "new_export_id",
+    "parse_humans",
     "parse_scores",
     "previous_judge_file",
     "quadratic_weighted_kappa",
     "record_draft",
     "record_scores",
+    "require_humans",
     "score_schema",
     "scored_pairs",
     "scorer",

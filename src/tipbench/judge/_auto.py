@@ -8,8 +8,10 @@ only when all its candidates are scored; a run whose judging fails gets the erro
 touched: the automatic tier has its own metrics and tags (see `tipbench.tracking._scores`).
 
 The rules own `format_ok` and `overlong`: the tier records the flags collect's rules gave
-each candidate, whatever the judge answered (its answer stays in `auto_answers.json` and
-the `auto_judge_flags` tag); only a human judge overrides a rule's flag.
+each candidate. Under the score schema the judge's answer ends after the criteria
+(`_auto_prompt.score_schema`); a judge that answers the flags anyway (free or JSON mode)
+has them kept in `auto_answers.json` and the `auto_judge_flags` tag. Only a human judge
+overrides a rule's flag.
 """
 
 from __future__ import annotations
@@ -36,8 +38,16 @@ from tipbench.backends import (
     open_checked,
     resident,
 )
-from tipbench.judge._auto_flags import constant_score_warnings, with_rule_flags
-from tipbench.judge._auto_prompt import judge_messages, parse_scores, score_schema
+from tipbench.judge._auto_flags import constant_score_warnings
+from tipbench.judge._auto_prompt import JudgeAnswer, judge_messages, parse_scores
+from tipbench.judge._auto_requests import (
+    JUDGE_SEED,
+    JUDGE_TEMPERATURE,
+    RESAMPLE_TEMPERATURE,
+    judge_request,
+    judging_order,
+    warm_up_request,
+)
 from tipbench.judge._candidates import CellCandidates, fetch_candidates
 from tipbench.judge._record import record_scores
 from tipbench.suite import Rubric, load_suite
@@ -59,15 +69,8 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 DEFAULT_JUDGE_MODEL = "llamacpp:smollm2-135m"
-JUDGE_TEMPERATURE = 0.0
-JUDGE_SEED = 42
-#: An answer is ~40 tokens; the schema's grammar still allows some whitespace.
-JUDGE_MAX_TOKENS = 64
-#: The rubric alone is ~1,500 tokens.
+#: The rubric alone is ~1,600 tokens.
 JUDGE_N_CTX = 4096
-#: A retry after unparsable output samples (with the next seed): at temperature 0 the
-#: same request would give the same answer again. Such candidates are listed in a tag.
-RESAMPLE_TEMPERATURE = 0.3
 
 _ERROR_CHARS = 1000
 
@@ -79,6 +82,7 @@ class AutoJudgeProgress(Protocol):
     def start(self, label: str) -> None: ...  # a candidate is being judged now
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None: ...
     def note(self, message: str) -> None: ...
+    def loading(self, model: str, loading: bool) -> None: ...  # the judge model loads, or is ready
 
 
 class AutoJudgeConfig(PhaseConfig):
@@ -144,10 +148,7 @@ def auto_judge(
     spec = ModelSpec.parse(config.judge_model)
     experiment_id = store.experiment_id(experiment)
     runs = store.cell_runs(experiment_id, judgeable=True)
-    pending = sorted(
-        (run for run in runs if config.rejudge or not run.judged_by("auto")),
-        key=lambda run: run.label,
-    )
+    pending = judging_order(run for run in runs if config.rejudge or not run.judged_by("auto"))
     rubric = _rubric_for(pending, config.suite)
     backend = open_checked(
         spec,
@@ -175,8 +176,11 @@ def auto_judge(
     judge = CandidateJudge(backend, rubric.text(), retry, progress, config.structured)
     writer = BackgroundWriter(store)
     try:
+        progress.loading(str(spec), True)
         with resident(backend, retry, progress.note):
             result.model_loads += 1
+            judge.warm()
+            progress.loading(str(spec), False)
             for run, cell in zip(pending, cells, strict=True):
                 name = run.label
                 verdict = judge.cell(name, cell)
@@ -186,10 +190,7 @@ def auto_judge(
                 else:
                     result.judged += 1
                     result.candidates += len(verdict.scores)
-                    recorded = with_rule_flags(verdict.scores, cell.candidates)
-                    writer.submit(
-                        name, _write_scores(run, verdict, recorded, str(spec), judge.mode)
-                    )
+                    writer.submit(name, _write_scores(run, verdict, str(spec), judge.mode))
     except KeyboardInterrupt:
         result.interrupted = True
         raise
@@ -222,12 +223,14 @@ def _rubric_for(runs: list[CellRun], suite: str | Path | None) -> Rubric:
 
 @dataclass(frozen=True)
 class _Verdict:
-    """One run's judging: every candidate's scores, or the error that stopped it."""
+    """One run's judging: every candidate's scores (the judge's criteria, the rules' flags)
+    and the flags the judge gave itself, or the error that stopped it."""
 
     scores: dict[str, Scores] = field(default_factory=dict)
     resampled: dict[str, tuple[float, int]] = field(default_factory=dict)  # id -> (temp, seed)
     error: str | None = None
     answers: dict[str, list[RawAnswer]] = field(default_factory=dict)  # id -> every attempt
+    own_flags: dict[str, tuple[int, int]] = field(default_factory=dict)  # where it gave them
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,11 @@ class CandidateJudge:
     def mode(self) -> StructuredMode:
         return judge_mode(self.structured)
 
+    def warm(self) -> None:
+        """Evaluate the rubric every request starts with, once, right after the load (where
+        the backend keeps a prefix cache): the first candidate then costs what the others do."""
+        self.backend.warm(warm_up_request(self.rubric_text))
+
     def cell(self, name: str, cell: CellCandidates) -> _Verdict:
         """Score a run's candidates one by one; stop at the first that cannot be scored."""
         if not cell.candidates:
@@ -272,40 +280,41 @@ class CandidateJudge:
         scores: dict[str, Scores] = {}
         resampled: dict[str, tuple[float, int]] = {}
         answers: dict[str, list[RawAnswer]] = {}
+        own_flags: dict[str, tuple[int, int]] = {}
         for index, candidate in enumerate(cell.candidates):
             cid = candidate.id
             answers[cid] = []
             self.progress.start(f"{name} {cid}")
             try:
-                scores[cid], (temperature, seed) = self._score(cell, candidate, answers[cid])
+                answer, (temperature, seed) = self._score(cell, candidate, answers[cid])
             except BackendError as exc:
                 error = f"candidate {cid}: {exc}"
                 self.progress.advance(f"{name} {cid}", error, len(cell.candidates) - index)
                 return _Verdict(error=error, answers=answers)
+            scores[cid] = answer.with_flags(candidate.format_ok, candidate.overlong)
+            if answer.own_flags is not None:
+                own_flags[cid] = answer.own_flags
             if temperature != JUDGE_TEMPERATURE:
                 resampled[cid] = (temperature, seed)
             self.progress.advance(f"{name} {cid}")
-        return _Verdict(scores, resampled, answers=answers)
+        return _Verdict(scores, resampled, answers=answers, own_flags=own_flags)
 
     def _score(
         self, cell: CellCandidates, candidate: RecordedCandidate, answers: list[RawAnswer]
-    ) -> tuple[Scores, tuple[float, int]]:
-        """One candidate's scores and the (temperature, seed) that gave them, with retries.
+    ) -> tuple[JudgeAnswer, tuple[float, int]]:
+        """One candidate's answer and the (temperature, seed) that gave it, with retries.
 
         Every answer the model gave, parsable or not, is appended to `answers`.
         """
         messages = judge_messages(self.rubric_text, cell.scenario, candidate.model_dump())
         temperature = JUDGE_TEMPERATURE
 
-        def attempt(number: int) -> tuple[Scores, tuple[float, int]]:
+        def attempt(number: int) -> tuple[JudgeAnswer, tuple[float, int]]:
             nonlocal temperature
             seed = JUDGE_SEED + number - 1
 
             def request_for(constraint: Constraint) -> GenerationRequest:
-                schema = score_schema() if constraint == "schema" else None
-                return GenerationRequest(
-                    messages, temperature, seed, JUDGE_MAX_TOKENS, schema, constraint == "json"
-                )
+                return judge_request(messages, constraint, temperature, seed)
 
             answer = generate_structured(
                 self.backend, self.mode, request_for, parse_scores, lambda s: s is not None
@@ -321,32 +330,28 @@ class CandidateJudge:
 
 
 def _write_scores(
-    run: CellRun,
-    verdict: _Verdict,
-    recorded: dict[str, Scores],
-    judged_by: str,
-    mode: StructuredMode,
+    run: CellRun, verdict: _Verdict, judged_by: str, mode: StructuredMode
 ) -> WriteJob:
-    """Write `recorded` (the judge's criteria, the rules' flags) and the judge's own flags."""
+    """Write the verdict's scores (the judge's criteria, the rules' flags), and the flags
+    the judge gave itself where it did (a free or JSON answer; the schema stops before)."""
     from mlflow.entities import RunTag
 
     run_id = run.run_id
     previous = run.scores_version("auto")
-    own_flags = {cid: [s.format_ok, s.overlong] for cid, s in verdict.scores.items()}
+    recorded = verdict.scores
     tags = {
         CellTag.AUTO_JUDGE_TEMPERATURE: str(JUDGE_TEMPERATURE),
         CellTag.AUTO_JUDGE_SEED: str(JUDGE_SEED),
         CellTag.AUTO_JUDGE_STRUCTURED: mode,
-        CellTag.AUTO_JUDGE_FLAGS: json.dumps(own_flags, separators=(",", ":")),
     }
+    if verdict.own_flags:
+        own = {cid: list(flags) for cid, flags in verdict.own_flags.items()}
+        tags[CellTag.AUTO_JUDGE_FLAGS] = json.dumps(own, separators=(",", ":"))
     if verdict.resampled:
         settings = {cid: list(setting) for cid, setting in verdict.resampled.items()}
         tags[CellTag.AUTO_JUDGE_RESAMPLED] = json.dumps(settings, separators=(",", ":"))
-    stale = [
-        tag
-        for tag in (CellTag.AUTO_JUDGE_ERROR, CellTag.AUTO_JUDGE_RESAMPLED)
-        if tag in run.extra_tags and tag not in tags
-    ]
+    optional = (CellTag.AUTO_JUDGE_ERROR, CellTag.AUTO_JUDGE_RESAMPLED, CellTag.AUTO_JUDGE_FLAGS)
+    stale = [tag for tag in optional if tag in run.extra_tags and tag not in tags]
     answers = answers_document(judged_by, verdict.answers)
 
     def write(client: MlflowClient) -> None:

@@ -2,21 +2,25 @@
 
 The system message is the whole rubric and the answer format; it is the same for every
 candidate, so llama.cpp (and servers with a prefix cache) evaluate it once and reuse it.
-The user message holds what changes: the scenario and the one tip to score.
+The user message holds what changes: the scenario first (the same for every candidate of a
+cell, so it is reused too while a cell's candidates are judged), then the one tip to score.
+
+The answer format names the criteria, then the flags. Under the score schema the answer
+ends after the criteria (`score_schema`): the rules own the flags, and the criteria come
+first, so they are exactly what the judge would have answered in the whole object.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from tipbench.suite import CRITERIA, FLAGS, SCORE_NAMES, Message
+from tipbench.suite import CRITERIA, FLAGS, SCORE_NAMES, Message, levels
 from tipbench.tracking import Scores
 
-#: The answer's range per score: 1–5 for the criteria, 0/1 for the flags.
-SCORE_RANGES: dict[str, tuple[int, ...]] = {name: (1, 2, 3, 4, 5) for name in CRITERIA} | {
-    name: (0, 1) for name in FLAGS
-}
+#: The answer's range per score: 1–5 for the criteria, 0/1 for the flags (the rubric's).
+SCORE_RANGES: dict[str, tuple[int, ...]] = {name: levels(name) for name in SCORE_NAMES}
 
 _ANSWER_FORMAT = """\
 # Your task
@@ -31,15 +35,47 @@ the rule clearly misjudged the tip."""
 
 
 def score_schema() -> dict[str, Any]:
-    """The JSON schema of the judge's answer: integer enums, every score required."""
+    """The JSON schema of the judge's answer: each criterion an integer enum, in the answer
+    format's order, and nothing after them.
+
+    The prompt asks for the flags after the criteria (the prompt every calibration was made
+    with); the schema ends the object before them. Generation runs left to right, so the
+    criteria are sampled from the same context and the same grammar as in the whole
+    object (at temperature 0, or with the same seed): the same judgments, in 20 answer
+    tokens instead of 35 on SmolLM2's tokenizer. The flags are the rules' in the tier
+    anyway (only a human overrides them); a judge that answers them unasked (free or JSON
+    mode) still has them kept beside (`JudgeAnswer.own_flags`).
+    """
     return {
         "type": "object",
         "properties": {
-            name: {"type": "integer", "enum": list(SCORE_RANGES[name])} for name in SCORE_NAMES
+            name: {"type": "integer", "enum": list(SCORE_RANGES[name])} for name in CRITERIA
         },
-        "required": list(SCORE_NAMES),
+        "required": list(CRITERIA),
         "additionalProperties": False,
     }
+
+
+@dataclass(frozen=True)
+class JudgeAnswer:
+    """The judge's answer for one candidate: the criteria, and its own flags if it gave them."""
+
+    relevance: int
+    actionability: int
+    tone: int
+    format_ok: int | None = None
+    overlong: int | None = None
+
+    @property
+    def own_flags(self) -> tuple[int, int] | None:
+        """(format_ok, overlong) as the judge answered them, or None if it did not."""
+        if self.format_ok is None or self.overlong is None:
+            return None
+        return self.format_ok, self.overlong
+
+    def with_flags(self, format_ok: int, overlong: int) -> Scores:
+        """The scores the tier records: the judge's criteria with the given (rules') flags."""
+        return Scores(self.relevance, self.actionability, self.tone, format_ok, overlong)
 
 
 def system_message(rubric_text: str) -> str:
@@ -71,12 +107,14 @@ def judge_messages(
     return (("system", system_message(rubric_text)), ("user", user_message(scenario, candidate)))
 
 
-def parse_scores(text: str) -> Scores | None:
+def parse_scores(text: str) -> JudgeAnswer | None:
     """The scores in a judge's answer, or None if it holds no valid answer.
 
     The first JSON object in the text counts (code fences and chatter around it are fine);
-    it must give every score as an integer (or an integral number or numeric string) within
-    its range. Anything else is unparsable: a judge that says 7 out of 5 is not trusted.
+    it must give every criterion as an integer (or an integral number or numeric string)
+    within its range, and the flags likewise if it gives them (both, or they are not
+    counted as given). Anything else is unparsable: a judge that says 7 out of 5 is not
+    trusted.
     """
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -90,14 +128,18 @@ def parse_scores(text: str) -> Scores | None:
     return None
 
 
-def _scores(answer: dict[str, Any]) -> Scores | None:
-    values = []
+def _scores(answer: dict[str, Any]) -> JudgeAnswer | None:
+    values: dict[str, int] = {}
     for name in SCORE_NAMES:
+        if name in FLAGS and name not in answer:
+            continue
         value = _integer(answer.get(name))
         if value is None or value not in SCORE_RANGES[name]:
             return None
-        values.append(value)
-    return Scores(*values)
+        values[name] = value
+    if not all(name in values for name in FLAGS):
+        values = {name: values[name] for name in CRITERIA}
+    return JudgeAnswer(**values)
 
 
 def _integer(value: Any) -> int | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tipbench._errors import ConfigError
@@ -31,6 +31,7 @@ from tipbench.backends import (
     resident,
 )
 from tipbench.judge._agreement import quadratic_weighted_kappa
+from tipbench.judge._agreement_notes import FIGURE_SCALES, Side, constant_side_note
 from tipbench.judge._auto import (
     JUDGE_N_CTX,
     AutoJudgeProgress,
@@ -38,7 +39,15 @@ from tipbench.judge._auto import (
     RawAnswer,
 )
 from tipbench.judge._candidates import CellCandidates
-from tipbench.suite import CRITERIA, SCORE_NAMES, CalibrationSet, Suite, load_suite
+from tipbench.suite import (
+    CRITERIA,
+    FLAGS,
+    SCORE_NAMES,
+    CalibrationSet,
+    Suite,
+    levels,
+    load_suite,
+)
 from tipbench.tracking import RecordedCandidate, Scores
 
 #: The κ every 1-5 criterion needs for the automatic tier to count (substantial agreement).
@@ -46,14 +55,16 @@ DEFAULT_MIN_KAPPA = 0.6
 #: Share of the calibration tips a judge must answer with valid scores.
 MIN_ANSWERED = 0.9
 FLAGS_NOTE = (
-    "format_ok and overlong are the judge's own answers, for information: the automatic tier "
+    "format_ok and overlong are the judge's own answers, for information, where it gives them "
+    "(under the score schema its answer ends after the criteria: none): the automatic tier "
     "records the rules' flags (only a human overrides them), and they do not count for "
     "calibration"
 )
 
 
 def labels_of(name: str) -> tuple[int, ...]:
-    return (1, 2, 3, 4, 5) if name in CRITERIA else (0, 1)
+    """The valid scores of a criterion or flag, in ordinal order (the rubric's)."""
+    return levels(name)
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,26 @@ class CriterionFigures:
     within_1: float
     labels: tuple[int, ...]
     confusion: tuple[tuple[int, ...], ...]  # [agreed][judged], in `labels` order
+
+    def sides(self) -> tuple[list[int], list[int]]:
+        """The agreed and the judged scores as counted in `confusion` (in label order)."""
+        agreed = [
+            label
+            for label, row in zip(self.labels, self.confusion, strict=True)
+            for _ in range(sum(row))
+        ]
+        judged = [
+            label
+            for j, label in enumerate(self.labels)
+            for _ in range(sum(row[j] for row in self.confusion))
+        ]
+        return agreed, judged
+
+    def note(self) -> str | None:
+        """Why κ and exact agreement disagree, when a side gave every tip the same score."""
+        agreed, judged = self.sides()
+        sides = Side("the agreed scores", agreed), Side("the judge", judged)
+        return constant_side_note(self.name, *sides, self.kappa, self.exact, items="tip")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +160,10 @@ class Calibration:
     def passes(self, min_kappa: float = DEFAULT_MIN_KAPPA) -> bool:
         return passes(self.kappas(), self.answered, self.tips, min_kappa)
 
+    def notes(self) -> list[str]:
+        """Per counted criterion, why κ reads as it does where a side is constant."""
+        return [note for name in CRITERIA if (note := self.figures[name].note()) is not None]
+
     def to_dict(self, min_kappa: float = DEFAULT_MIN_KAPPA) -> dict[str, Any]:
         return {
             "judge_model": self.judge_model,
@@ -140,6 +175,8 @@ class Calibration:
             "calibrated": self.passes(min_kappa),
             "criteria": {name: f.to_dict() for name, f in self.figures.items()},
             "counted": list(CRITERIA),
+            "scale": {"scores": {n: list(levels(n)) for n in SCORE_NAMES}, **FIGURE_SCALES},
+            "notes": self.notes(),
             "flags_note": FLAGS_NOTE,
             "failed": [{"tip": tip, "error": error} for tip, error in self.failed],
         }
@@ -194,9 +231,13 @@ def calibrate(
     cells = _cells(loaded, calibration_set)
     progress.begin(len(cells), 0)
     judged: dict[str, Scores] = {}
+    own_flags: dict[str, tuple[int, int]] = {}
     answers: dict[str, tuple[RawAnswer, ...]] = {}
     failed: list[tuple[str, str]] = []
+    progress.loading(str(spec), True)
     with resident(backend, retry, progress.note):
+        judge.warm()
+        progress.loading(str(spec), False)
         for cell in cells:
             tip_id = cell.run_id
             verdict = judge.cell(tip_id, cell)
@@ -205,6 +246,7 @@ def calibrate(
                 failed.append((tip_id, verdict.error))
             else:
                 judged[tip_id] = verdict.scores[tip_id]
+                own_flags.update(verdict.own_flags)
     agreed = {tip.id: Scores(**tip.scores) for tip in calibration_set.tips}
     order = [tip.id for tip in calibration_set.tips if tip.id in judged]
     return Calibration(
@@ -213,11 +255,26 @@ def calibrate(
         calibration_hash=calibration_set.hash,
         tips=len(calibration_set.tips),
         answered=len(judged),
-        figures=calibration_figures([agreed[t] for t in order], [judged[t] for t in order]),
+        figures=_figures(order, agreed, judged, own_flags),
         failed=tuple(failed),
         answers=answers,
         judged=judged,
     )
+
+
+def _figures(
+    order: list[str],
+    agreed: Mapping[str, Scores],
+    judged: Mapping[str, Scores],
+    own_flags: Mapping[str, tuple[int, int]],
+) -> dict[str, CriterionFigures]:
+    """The criteria over every tip answered; the flags over the tips whose judge gave its
+    own (under the score schema it gives none: its answer ends after the criteria)."""
+    figures = calibration_figures([agreed[t] for t in order], [judged[t] for t in order])
+    flagged = [t for t in order if t in own_flags]
+    own = [replace(judged[t], format_ok=own_flags[t][0], overlong=own_flags[t][1]) for t in flagged]
+    flag_figures = calibration_figures([agreed[t] for t in flagged], own)
+    return figures | {name: flag_figures[name] for name in FLAGS}
 
 
 def _cells(suite: Suite, calibration_set: CalibrationSet) -> list[CellCandidates]:

@@ -91,6 +91,11 @@ class Candidate(_Model):
 
 class Item(_Model):
     run_id: str = Field(min_length=1)
+    item: Annotated[int, Field(ge=1, strict=True)] | None = Field(
+        default=None,
+        description="The run's item number: the same in every export of the experiment and "
+        'on the judging page ("Item 4 of 9"). Set by export; ignored by apply.',
+    )
     scores_version: Annotated[int, Field(ge=0, strict=True)] | None = Field(
         default=None,
         description=(
@@ -168,7 +173,7 @@ class JudgeFile(_Model):
             if data[key] is None:
                 del data[key]
         for item in data["items"]:
-            for key in ("scores_version", "model", "prompt_version", "inclusion"):
+            for key in ("item", "scores_version", "model", "prompt_version", "inclusion"):
                 if item[key] is None:
                     del item[key]
             for candidate in item["candidates"]:

@@ -40,7 +40,6 @@ from tipbench.backends import (
     open_checked,
 )
 from tipbench.judge._auto import DEFAULT_JUDGE_MODEL, JUDGE_N_CTX, CandidateJudge
-from tipbench.judge._auto_flags import with_rule_flags
 from tipbench.judge._candidates import CellCandidates
 from tipbench.suite import CRITERIA, load_suite
 from tipbench.tracking import (
@@ -87,7 +86,7 @@ class RubricScorer(Scorer):
             verdict = judge.cell(trace.info.trace_id if trace else "trace", cell)
         if verdict.error is not None:
             raise ConfigError(f"the judge could not score the trace: {verdict.error}")
-        scores = with_rule_flags(verdict.scores, candidates)
+        scores = verdict.scores  # the judge's criteria, the rules' flags
         source = AssessmentSource(source_type=LLM_JUDGE, source_id=self.judge_model)
         trace_id = trace.info.trace_id if trace is not None else None
         feedback = []

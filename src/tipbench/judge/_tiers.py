@@ -6,18 +6,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tipbench.judge._agreement import Agreement, agreement
+from tipbench.judge._agreement_notes import tier_notes
 from tipbench.judge._candidates import fetch_candidates
+from tipbench.judge._carry import Carried, carry_over
 from tipbench.judge._export import (
-    Carried,
     ExportResult,
-    carry_over,
     exported,
+    item_numbers,
     judge_file_for,
     kept_identity,
     previous_judge_file,
 )
 from tipbench.judge._file import CandidateScores
-from tipbench.suite import CRITERIA, SCORE_NAMES
+from tipbench.suite import SCORE_NAMES, levels
 from tipbench.tracking import CellRun, Scores, TrackingStore
 
 
@@ -50,11 +51,20 @@ def tier_agreement(pairs: list[ScoredPair]) -> dict[str, Agreement]:
     """Per criterion (1–5) and flag (0/1): κ, α, exact and within-1 agreement, with counts."""
     result = {}
     for name in SCORE_NAMES:
-        labels = (1, 2, 3, 4, 5) if name in CRITERIA else (0, 1)
+        labels = levels(name)
         human = [getattr(p.human, name) for p in pairs]
         auto = [getattr(p.auto, name) for p in pairs]
         result[name] = agreement(human, auto, labels)
     return result
+
+
+def agreement_notes(pairs: list[ScoredPair], figures: dict[str, Agreement]) -> list[str]:
+    """What the figures of `tier_agreement` cannot say on their own: a criterion where a
+    tier gave every candidate the same score (κ is then 0, whatever the exact agreement),
+    and the flags, which both tiers take from the rules (see `_agreement_notes`)."""
+    human = {name: [getattr(p.human, name) for p in pairs] for name in SCORE_NAMES}
+    auto = {name: [getattr(p.auto, name) for p in pairs] for name in SCORE_NAMES}
+    return tier_notes(figures, human, auto)
 
 
 def export_disagreements(
@@ -85,9 +95,13 @@ def export_disagreements(
     runs = [pairs_of[0].run for pairs_of in by_run.values()]
     cells = fetch_candidates(store, runs)
     seed, export_id = kept_identity(previous, reveal, seed)
-    judge_file = judge_file_for(
-        store, experiment, runs, cells, reveal=reveal, seed=seed, export_id=export_id
+    numbers = item_numbers(
+        experiment, store.cell_runs(store.experiment_id(experiment), judgeable=True)
     )
+    judge_file = judge_file_for(
+        store, experiment, runs, cells, reveal=reveal, seed=seed, export_id=export_id,
+        numbers=numbers,
+    )  # fmt: skip
     for item in judge_file.items:
         wanted = {p.candidate_id: p for p in by_run[item.run_id]}
         item.candidates = [c for c in item.candidates if c.id in wanted]

@@ -105,8 +105,9 @@ def param_specs(model: type[BaseModel] = BenchConf) -> dict[str, dict[str, Any]]
             key: value for key, value in prop.items() if key not in ("title", "default")
         }
         default = defaults[name]
-        if prop.get("type") == "array":
-            spec = {"type": "string", "minLength": 1, "description": prop.get("description")}
+        if prop.get("type") == "array":  # a list that may be empty (scenarios) may be ""
+            spec = {"type": "string", "minLength": 1 if default else 0}
+            spec["description"] = prop.get("description")
             default = ",".join(default)
         elif "anyOf" in prop:  # `X | None`: the JSON types of both
             spec.pop("anyOf")

@@ -13,13 +13,18 @@ from tipbench.orchestration._store import LOCAL_EXECUTORS
 
 SHIM_NAME = "tipbench_dags.py"
 SHIM = (
-    '"""Airflow DAGs bench_collect, bench_judged and policy_simulate, shipped in the tipbench '
-    'package."""\n'
+    '"""Airflow DAGs bench_collect, bench_judged, policy_simulate and prompt_optimize, shipped '
+    'in the tipbench package."""\n'
     "from tipbench.orchestration.dags import bench_collect, bench_judged  # noqa: F401\n"
     "from tipbench.orchestration.policy_dags import policy_simulate  # noqa: F401\n"
+    "from tipbench.orchestration.optimize_dags import prompt_optimize  # noqa: F401\n"
 )
 # Shims earlier versions wrote: replaced without --force (they are tipbench's own).
 _EARLIER_SHIMS = (
+    '"""Airflow DAGs bench_collect, bench_judged and policy_simulate, shipped in the tipbench '
+    'package."""\n'
+    "from tipbench.orchestration.dags import bench_collect, bench_judged  # noqa: F401\n"
+    "from tipbench.orchestration.policy_dags import policy_simulate  # noqa: F401\n",
     '"""Airflow DAGs bench_collect and bench_judged, shipped in the tipbench package."""\n'
     "from tipbench.orchestration.dags import bench_collect, bench_judged  # noqa: F401\n",
 )

@@ -272,6 +272,9 @@ class _TaskProgress:
     def note(self, message: str) -> None:
         logger.info("%s", message)
 
+    def loading(self, model: str, loading: bool) -> None:
+        self.steps.loading(model, loading)
+
 
 class _CellLog(_TaskProgress):
     """A `CollectProgress`: one event per cell."""

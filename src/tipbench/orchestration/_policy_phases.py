@@ -89,7 +89,7 @@ def aggregate(
     conf: dict[str, Any], per_seed: list[list[dict[str, Any]]], tracking_uri: str
 ) -> dict[str, Any]:
     """The report over every seed, recorded in MLflow; returns its run and the report."""
-    from tipbench.simulate._tracking import log_simulation
+    from tipbench.simulate import log_simulation
 
     validated = read_policy_conf(conf)
     study = load_study(validated)
@@ -108,8 +108,7 @@ def promotion_dry_run(conf: dict[str, Any], aggregated: dict[str, Any]) -> dict[
     """What the promotion rule says of each simulated policy against the live one (the serving
     state's, with its log evaluated off-policy, when the conf names a state); nothing changes.
     """
-    from tipbench.policy_gate import serving_config
-    from tipbench.policy_gate._status import dry_runs, evaluate_state
+    from tipbench.policy_gate import dry_runs, evaluate_state, serving_config
     from tipbench.policy_service import open_store
 
     validated = read_policy_conf(conf)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Self
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -17,6 +18,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -25,7 +27,8 @@ from tipbench._redact import has_credentials
 from tipbench.backends import DEFAULT_STRUCTURED, StructuredMode
 from tipbench.collect import BENCH_EXPERIMENT_PATTERN as EXPERIMENT_PATTERN
 from tipbench.collect import DEFAULT_EXPERIMENT, CollectConfig
-from tipbench.suite import Suite, load_suite
+from tipbench.suite import Suite, load_suite, working_copy_path
+from tipbench.tracking import data_dir
 
 _GRID = CollectConfig.model_json_schema()["properties"]
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "minItems")
@@ -37,6 +40,7 @@ MAX_MODELS = 16
 MAX_PROMPTS = 16
 MAX_NAME_CHARS = 200  # one model spec or prompt version
 MAX_URL_CHARS = 2048
+MAX_SCENARIOS = 1000
 Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
 
 
@@ -49,6 +53,15 @@ def _grid_field(name: str, description: str, **kwargs: Any) -> Any:
 @cache
 def _bundled_suite() -> Suite:
     return load_suite()
+
+
+def _working_copy() -> Path:
+    return working_copy_path(data_dir())
+
+
+def _working_suite() -> Suite:
+    """The working copy as it is now (proposals are added to it: never cached)."""
+    return load_suite(_working_copy())
 
 
 class RunRequest(BaseModel):
@@ -75,6 +88,19 @@ class RunRequest(BaseModel):
     )
     n_tips: int = _grid_field("n_tips", "Candidates per cell.", default=5)
     n_scenarios: int = _grid_field("n_scenarios", "The first N scenarios (0 = all).", default=0)
+    scenarios: list[Name] = _grid_field(
+        "scenarios",
+        "Scenario ids, as a list or one comma-separated string, instead of the first N (e.g. "
+        "an optimization's held-out scenarios) [default: none].",
+        default_factory=list,
+        max_length=MAX_SCENARIOS,
+    )
+    working_suite: bool = Field(
+        default=False,
+        description="Run on tipbench's working copy of the bundled suite ($TIPBENCH_HOME/"
+        "suites/tips, where `tipbench optimize` writes its proposals) instead of the bundled "
+        "suite itself.",
+    )
     temperature: float = _grid_field("temperature", "Sampling temperature.", default=0.7)
     experiment: str = Field(
         default=DEFAULT_EXPERIMENT,
@@ -100,16 +126,16 @@ class RunRequest(BaseModel):
         "that do not parse), schema, json or off.",
     )
 
-    @field_validator("models", "prompts", mode="before")
+    @field_validator("models", "prompts", "scenarios", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if not isinstance(value, str):
             return value
         if len(value) > MAX_MODELS * (MAX_NAME_CHARS + 1):  # refused before it is split
             raise PydanticCustomError("too_long", "too long a list")
-        return [part.strip() for part in value.split(",")]
+        return [part.strip() for part in value.split(",") if part.strip()]
 
-    @field_validator("models", "prompts")
+    @field_validator("models", "prompts", "scenarios")
     @classmethod
     def _printable(cls, value: list[str]) -> list[str]:
         if any(_CONTROL.search(part) for part in value):
@@ -130,12 +156,31 @@ class RunRequest(BaseModel):
     @field_validator("prompts")
     @classmethod
     def _known_prompts(cls, value: list[str]) -> list[str]:
+        """Versions of the bundled suite (or of the working copy: checked whole below)."""
+        proposed = _working_suite().prompts if _working_copy().is_dir() else {}
         try:
             for version in value:
-                _bundled_suite().prompt(version)
+                if version not in proposed:
+                    _bundled_suite().prompt(version)
         except TipbenchError as exc:
             raise PydanticCustomError("prompt_version", str(exc)) from None
         return value
+
+    @model_validator(mode="after")
+    def _in_the_suite(self) -> Self:
+        """Every prompt version and scenario is in the suite the grid runs on."""
+        try:
+            suite = self.suite()
+            for version in self.prompts:
+                suite.prompt(version)
+            suite.select_scenarios(self.n_scenarios, self.scenarios)
+        except TipbenchError as exc:
+            raise PydanticCustomError("suite", str(exc)) from None
+        return self
+
+    def suite(self) -> Suite:
+        """The suite the grid runs on: the bundled one, or tipbench's working copy."""
+        return _working_suite() if self.working_suite else _bundled_suite()
 
     @field_validator("experiment")
     @classmethod
@@ -164,6 +209,8 @@ class RunRequest(BaseModel):
             prompts=self.prompts,
             n_tips=self.n_tips,
             n_scenarios=self.n_scenarios,
+            scenarios=self.scenarios,
+            suite=str(_working_copy()) if self.working_suite else None,
             temperature=self.temperature,
             experiment=self.experiment,
             max_model_b=self.max_model_b,
@@ -173,7 +220,7 @@ class RunRequest(BaseModel):
 
     def cell_count(self) -> int:
         """How many cells the grid has: models × prompts × scenarios."""
-        scenarios = _bundled_suite().select_scenarios(self.n_scenarios)
+        scenarios = self.suite().select_scenarios(self.n_scenarios, self.scenarios)
         return len(self.models) * len(self.prompts) * len(scenarios)
 
     def cli_args(self) -> list[str]:
@@ -188,6 +235,8 @@ class RunRequest(BaseModel):
             "--max-model-b", repr(self.max_model_b),
             "--ollama-url", self.ollama_url,
             "--structured", self.structured,
+            *(["--scenarios", ",".join(self.scenarios)] if self.scenarios else []),
+            *(["--suite", str(_working_copy())] if self.working_suite else []),
         ]  # fmt: skip
 
 

@@ -1,13 +1,21 @@
 """The policy gate (`tipbench policy promote`): a challenger replaces the live tip-serving
-policy only when the simulator (paired, by a margin, p < 0.05) and, with enough logged
-traffic, the off-policy evaluation agree; the switch happens in the serving state and the
-decision is recorded in MLflow with its evidence."""
+policy only when the simulator finds it better (paired, by a margin, p < 0.05) and the served
+traffic rules out a loss of δ off-policy (unless the log has no usable traffic); the switch
+happens in the serving state and the decision is recorded in MLflow with its evidence.
+
+Where the gate stands (the admin server's Policies page, the DAG's dry run): the serving
+roles and counts (`serving_summary`), the state's log evaluated off-policy (`evaluate_state`),
+the latest recorded simulation (`latest_simulation`) and the decision each simulated
+challenger would get now (`dry_runs`).
+"""
 
 from tipbench.policy_gate._gate import (
     DEFAULT_MARGIN,
+    OFF_POLICY_MARGIN,
     Condition,
     PromotionDecision,
     decide_promotion,
+    more_decisions,
 )
 from tipbench.policy_gate._promote import (
     KIND_PROMOTION,
@@ -16,15 +24,33 @@ from tipbench.policy_gate._promote import (
     serving_config,
     switch_roles,
 )
+from tipbench.policy_gate._status import (
+    RecordedSimulation,
+    dry_runs,
+    evaluate_state,
+    latest_simulation,
+    log_size,
+    serving_summary,
+    simulation_plot,
+)
 
 __all__ = [
     "DEFAULT_MARGIN",
     "KIND_PROMOTION",
+    "OFF_POLICY_MARGIN",
     "Condition",
     "PromotionDecision",
     "PromotionResult",
+    "RecordedSimulation",
     "decide_promotion",
+    "dry_runs",
+    "evaluate_state",
+    "latest_simulation",
+    "log_size",
+    "more_decisions",
     "promote_policy",
     "serving_config",
+    "serving_summary",
+    "simulation_plot",
     "switch_roles",
 ]

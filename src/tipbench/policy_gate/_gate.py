@@ -6,11 +6,22 @@ A challenger replaces the live policy only if
 2. it beats the live policy in the simulator: the mean per-seed reward difference (paired by
    seed, the same worlds for both) is at least `margin` and the sign-flip test gives
    p < `alpha`;
-3. when the decision log holds enough traffic for an off-policy estimate of it, that estimate
-   is not significantly worse than the live policy's observed reward: the 95% interval of the
-   difference (its doubly-robust terms minus the live policy's rewards, on the decisions the
-   live policy made and it scored) does not lie below 0. Without such traffic (too little
-   data, or no overlap), the simulator decides alone, and the condition says so.
+3. it is not worse than the live policy on the served traffic by more than δ
+   (`off_policy_margin`, `OFF_POLICY_MARGIN` by default): on the decisions the live policy
+   made and the challenger scored, the doubly-robust terms minus the live policy's rewards
+   have a 95% interval whose lower bound lies above −δ (non-inferiority; Chow & Liu, *Design
+   and Analysis of Clinical Trials*, ch. 3: a one-sided 2.5% test of "worse by δ or more").
+   An interval that still holds −δ refuses and says about how many more shadow decisions
+   would settle it (the interval narrows as 1/√n); one wholly below −δ refuses as worse.
+   Only a log with no usable traffic leaves the simulator to decide alone, and the condition
+   says so: no rewarded decision at all, none with the challenger's probabilities (it never
+   scored as a shadow and cannot be replayed), none of the live policy's that it scored, or
+   its probability on tips the live policy never shows. Thin traffic (too few decisions, too
+   small an effective sample) refuses, asking for more.
+
+Without the margin ("not significantly worse": the interval's upper bound above 0) a
+noisier, lower-overlap challenger passed more easily than a well-measured one; with it, a
+wider interval is harder to pass, not easier.
 """
 
 from __future__ import annotations
@@ -20,10 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tipbench.compare import ALPHA
-from tipbench.evaluate import EvaluationReport
-from tipbench.simulate import SimulationReport, paired_dict
+from tipbench.evaluate import Comparison, EvaluationReport, PolicyEvaluation, Z
+from tipbench.simulate import SimulationReport, paired_dict, paired_interval
 
-DEFAULT_MARGIN = 0.005  # mean reward per decision (rewards lie in [0, 1])
+DEFAULT_MARGIN = 0.005  # the simulator's: mean reward per decision (rewards lie in [0, 1])
+OFF_POLICY_MARGIN = 0.01  # δ: the loss per decision the served traffic must rule out
+NOT_WORSE = "not worse off-policy"
 
 
 @dataclass(frozen=True)
@@ -67,23 +80,51 @@ def _simulator(
         "beats live in the simulator",
         passed,
         f"{challenger} − {live} = {diff:+.4f} reward per decision "
-        f"[{comparison.ci_low:+.4f}, {comparison.ci_high:+.4f}], p = {p:.4g} over "
+        f"{paired_interval(comparison)}, p = {p:.4g} over "
         f"{comparison.n_pairs} seeds; margin {margin:g}{why}",
     )
 
 
-def _off_policy(challenger: str, live: str, evaluation: EvaluationReport | None) -> Condition:
-    name = "not worse off-policy"
+def more_decisions(comparison: Comparison, delta: float) -> int | None:
+    """About how many more shared decisions would lift the lower bound above −δ if the
+    difference stayed where it is (its standard error shrinks as 1/√n); None if it lies at
+    −δ or below, where more traffic settles nothing unless the estimate itself rises."""
+    d = comparison.difference
+    if d is None or d.value <= -delta:
+        return None
+    n = comparison.decisions
+    needed = n * (Z * d.se / (d.value + delta)) ** 2
+    return max(1, math.ceil(needed - n))
+
+
+def _simulator_alone(why: str) -> Condition:
+    return Condition(NOT_WORSE, True, f"{why}: no usable traffic, the simulator decides alone")
+
+
+def _thin(found: PolicyEvaluation, delta: float) -> Condition:
+    """The challenger has traffic, but too little for an estimate: refuse, asking for more."""
+    more = found.more_needed or 0
+    return Condition(
+        NOT_WORSE,
+        False,
+        f"{found.status} in the log ({found.reason}): cannot rule out a loss of {delta:g}: "
+        f"about {more:,} more shadow decisions expected",
+    )
+
+
+def _off_policy(
+    challenger: str, live: str, evaluation: EvaluationReport | None, delta: float
+) -> Condition:
     if evaluation is None or evaluation.rewarded == 0:
-        return Condition(
-            name, True, "the decision log holds no rewarded decision: the simulator decides"
-        )
-    found = [p for p in evaluation.policies if p.policy == challenger]
-    if not found or found[0].status != "estimated":
-        reason = found[0].reason if found else "not evaluated"
-        status = found[0].status if found else "not evaluated"
-        return Condition(name, True, f"{status} in the log ({reason}): the simulator decides")
-    estimate = found[0].estimates["dr"]
+        return _simulator_alone("the decision log holds no rewarded decision")
+    found = next((p for p in evaluation.policies if p.policy == challenger), None)
+    if found is None:
+        return _simulator_alone(f"{challenger} was not evaluated on the log")
+    if found.status != "estimated":
+        if found.decisions == 0 or found.more_needed is None:
+            return _simulator_alone(f"{found.status} in the log ({found.reason})")
+        return _thin(found, delta)
+    estimate = found.estimates["dr"]
     comparison = evaluation.comparison(challenger)
     observed = evaluation.observed_value(live)
     seen = (
@@ -95,18 +136,26 @@ def _off_policy(challenger: str, live: str, evaluation: EvaluationReport | None)
         f"DR {challenger} {estimate.value:.4f} [{estimate.low:.4f}, {estimate.high:.4f}] vs {seen}"
     )
     if comparison is None or comparison.difference is None:
-        return Condition(
-            name, True, f"{head}; no decision of {live} it scored: the simulator decides"
-        )
+        return _simulator_alone(f"{head}; no decision of {live} it scored")
     d = comparison.difference
-    worse = d.high < 0
-    verdict = "significantly worse" if worse else "not significantly worse"
-    return Condition(
-        name,
-        not worse,
+    figure = (
         f"{head}; paired difference {d.value:+.4f} [{d.low:+.4f}, {d.high:+.4f}] "
-        f"over {comparison.decisions:,} decisions: {verdict}",
+        f"over {comparison.decisions:,} decisions"
     )
+    if d.low > -delta:
+        return Condition(
+            NOT_WORSE, True, f"{figure}: a loss of {delta:g} ruled out (lower bound > −{delta:g})"
+        )
+    if d.high < -delta:
+        return Condition(NOT_WORSE, False, f"{figure}: worse than {live} by more than {delta:g}")
+    more = more_decisions(comparison, delta)
+    expected = (
+        f"about {more:,} more shadow decisions expected"
+        if more is not None
+        else "the estimate itself is a loss of that much: more traffic settles it only if "
+        "the estimate rises"
+    )
+    return Condition(NOT_WORSE, False, f"{figure}: cannot rule out a loss of {delta:g}: {expected}")
 
 
 def decide_promotion(
@@ -116,6 +165,7 @@ def decide_promotion(
     evaluation: EvaluationReport | None,
     margin: float = DEFAULT_MARGIN,
     alpha: float = ALPHA,
+    off_policy_margin: float = OFF_POLICY_MARGIN,
 ) -> PromotionDecision:
     """Whether `challenger` should replace `live` (see the module's rule); the simulation is
     needed unless the challenger is the live policy."""
@@ -128,12 +178,13 @@ def decide_promotion(
     conditions = (
         Condition("not live already", True, f"the live policy is {live}"),
         _simulator(challenger, live, simulation, margin, alpha),
-        _off_policy(challenger, live, evaluation),
+        _off_policy(challenger, live, evaluation, off_policy_margin),
     )
     comparison = simulation.policy(challenger).vs_live
     evidence: dict[str, Any] = {
         "margin": margin,
         "alpha": alpha,
+        "off_policy_margin": off_policy_margin,
         "simulation": {
             "seeds": list(simulation.seeds),
             "days": simulation.days,

@@ -18,10 +18,14 @@ from dataclasses import dataclass
 
 from tipbench._errors import ConfigError, TrackingError
 from tipbench._redact import redact_uri
-from tipbench.evaluate import EvaluationReport, evaluate, traffic_from_rows
-from tipbench.evaluate._tracking import log_evaluation
+from tipbench.evaluate import EvaluationReport, evaluate, log_evaluation, traffic_from_rows
 from tipbench.policies import PolicyConfig, policy_spec
-from tipbench.policy_gate._gate import DEFAULT_MARGIN, PromotionDecision, decide_promotion
+from tipbench.policy_gate._gate import (
+    DEFAULT_MARGIN,
+    OFF_POLICY_MARGIN,
+    PromotionDecision,
+    decide_promotion,
+)
 from tipbench.policy_service import (
     DEFAULT_LIVE,
     ConfigDocument,
@@ -32,8 +36,13 @@ from tipbench.policy_service import (
     decision_rows,
     open_store,
 )
-from tipbench.simulate import DEFAULT_EXPERIMENT, Simulation, SimulationConfig, simulate
-from tipbench.simulate._tracking import log_simulation
+from tipbench.simulate import (
+    DEFAULT_EXPERIMENT,
+    Simulation,
+    SimulationConfig,
+    log_simulation,
+    simulate,
+)
 from tipbench.suite import load_suite
 from tipbench.tracking import KIND_TAG, RunRecord, TrackingStore, record_run
 
@@ -58,6 +67,7 @@ def promote_policy(
     study: SimulationConfig | None = None,
     settings: Mapping[str, PolicyConfig] | None = None,
     margin: float = DEFAULT_MARGIN,
+    off_policy_margin: float = OFF_POLICY_MARGIN,
     tracking_uri: str | None = None,
     experiment: str = DEFAULT_EXPERIMENT,
 ) -> PromotionResult:
@@ -65,10 +75,12 @@ def promote_policy(
 
     `study` gives the simulation's size and suite (its policies are replaced by the live
     policy and the challenger); `settings` override the policies' settings, which are
-    otherwise the serving state's (what production decides with).
+    otherwise the serving state's (what production decides with). `margin` is the gain the
+    simulator must show, `off_policy_margin` (δ) the loss the served traffic must rule out.
 
     Raises:
-        ConfigError: an unknown challenger, a missing state, the roles changed meanwhile.
+        ConfigError: an unknown challenger, a missing state, a decision log that breaks a
+            rule of the log (`tipbench.evaluate.check_row`), the roles changed meanwhile.
         TrackingError: the decision could not be recorded (after a switch, the message says so).
     """
     policy_spec(challenger)
@@ -81,13 +93,20 @@ def promote_policy(
         evaluation: EvaluationReport | None = None
         simulation: Simulation | None = None
         if challenger != live:
+            traffic = traffic_from_rows(decision_rows(store))  # a bad log refuses first
             config = (study or SimulationConfig()).model_copy(
                 update={"policies": (live, challenger), "live": live}
             )
             simulation = simulate(config, settings)
-            traffic = traffic_from_rows(decision_rows(store))
             evaluation = evaluate(traffic, [challenger], live=live, settings=settings)
-            decision = decide_promotion(challenger, live, simulation.report, evaluation, margin)
+            decision = decide_promotion(
+                challenger,
+                live,
+                simulation.report,
+                evaluation,
+                margin,
+                off_policy_margin=off_policy_margin,
+            )
         else:
             decision = decide_promotion(challenger, live, None, None, margin)
         if not apply:

@@ -15,11 +15,15 @@ from typing import Any
 from tipbench._errors import TrackingError
 from tipbench.evaluate import EvaluationReport, evaluate, traffic_from_rows
 from tipbench.policies import FEATURE_NAMES, POLICIES
-from tipbench.policy_gate._gate import DEFAULT_MARGIN, PromotionDecision, decide_promotion
+from tipbench.policy_gate._gate import (
+    DEFAULT_MARGIN,
+    OFF_POLICY_MARGIN,
+    PromotionDecision,
+    decide_promotion,
+)
 from tipbench.policy_gate._promote import serving_config
 from tipbench.policy_service import DEFAULT_LIVE, Roles, StateStore, decision_rows
-from tipbench.simulate import SimulationReport
-from tipbench.simulate._tracking import KIND_SIMULATION, PLOT_FILE, REPORT_FILE
+from tipbench.simulate import KIND_SIMULATION, PLOT_FILE, REPORT_FILE, SimulationReport
 from tipbench.tracking import KIND_TAG, TrackingStore, short_error
 
 
@@ -125,6 +129,7 @@ def dry_runs(
     simulation: dict[str, Any],
     evaluation: EvaluationReport | None,
     margin: float = DEFAULT_MARGIN,
+    off_policy_margin: float = OFF_POLICY_MARGIN,
 ) -> list[PromotionDecision] | str:
     """The decision each simulated policy other than `live` would get now; a sentence instead
     when the simulation cannot say (it did not include the live policy)."""
@@ -133,7 +138,9 @@ def dry_runs(
     except ValueError as exc:
         return f"The latest simulation cannot decide: {exc}; simulate it beside the others."
     return [
-        decide_promotion(name, live, report, evaluation, margin)
+        decide_promotion(
+            name, live, report, evaluation, margin, off_policy_margin=off_policy_margin
+        )
         for name in report.policy_names
         if name != live
     ]

@@ -1,18 +1,21 @@
 """The policy service: state stores (SQLite, PostgreSQL), the decision log and the HTTP app.
 
 StateStore                    one narrow interface (`_store.py`, its errors drawn there)
-└── SqlStore                  the SQL both share (`_sql.py`)
-    ├── SqliteStore           embedded default, one process
-    └── PostgresStore         shared by replicas
+└── SqlBase                   the SQL both share: dialect hooks, locked sums (`_sql_base.py`)
+    └── SqlLog                the decision log (`_sql_log.py`)
+        └── SqlStore          config, rewards, expiry, pruning, resets (`_sql.py`)
+            ├── SqliteStore   embedded default, one process
+            └── PostgresStore shared by replicas
 
-`create_app` and `PolicyServerSettings` load FastAPI on first use (the 'serve' extra), so
-that the stores and the log export import without the web stack.
+`create_app`, `PolicyServerSettings` and `serve` (uvicorn with limits) load the web stack on
+first use (the 'serve' extra), so that the stores and the log export import without it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tipbench._lazy import lazy_exports
 from tipbench.policy_service._config import ConfigDocument, ServingConfig
 from tipbench.policy_service._export import (
     LOG_FORMATS,
@@ -52,6 +55,8 @@ from tipbench.policy_service._store import (
     DecisionConflict,
     DecisionExpired,
     DecisionNotFound,
+    DuplicateDecision,
+    DuplicateEvent,
     EventIdConflict,
     StateStore,
     StoreUnavailable,
@@ -61,7 +66,13 @@ from tipbench.policy_service._sweeper import Sweeper
 
 if TYPE_CHECKING:
     from tipbench.policy_service._app import create_app
+    from tipbench.policy_service._http_server import serve
     from tipbench.policy_service._settings import PolicyServerSettings
+else:
+    __getattr__ = lazy_exports(
+        __name__,
+        {"PolicyServerSettings": "_settings", "create_app": "_app", "serve": "_http_server"},
+    )
 
 __all__ = [
     "DEFAULT_LIVE",
@@ -76,6 +87,8 @@ __all__ = [
     "DecisionExpired",
     "DecisionNotFound",
     "DecisionRecord",
+    "DuplicateDecision",
+    "DuplicateEvent",
     "Event",
     "EventIdConflict",
     "LogFormat",
@@ -105,16 +118,5 @@ __all__ = [
     "default_state_url",
     "export_log",
     "open_store",
+    "serve",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "create_app":
-        from tipbench.policy_service._app import create_app
-
-        return create_app
-    if name == "PolicyServerSettings":
-        from tipbench.policy_service._settings import PolicyServerSettings
-
-        return PolicyServerSettings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,8 +4,15 @@ Field names are the contract: more may be added, none renamed. Types are strict 
 is a JSON integer: not `true`, `"3"` or `3.0`), numbers finite; an out-of-range or missing
 field is refused with 422 naming it, before anything is written.
 
-A user id is normalised to Unicode NFC (the same name typed on two keyboards is one user),
-then must be 1–128 characters: letters, marks and digits of any script, `_ . : @ -`.
+User ids, event ids, decision ids and tip ids are ASCII: 1–128 characters of
+`A-Z a-z 0-9 _ . : @ -`. Letters of other scripts would let two ids look alike on every screen
+(`Amélie` typed composed or decomposed; a zero-width joiner U+200D or a right-to-left mark
+U+200F inside a name), so that an invisible variant of a user is another user, whom erasing
+the first misses, and an invisible variant of a tip another candidate, which the duplicate
+check lets through and the log counts apart. Erasure (`POST /reset`) alone also takes the user
+ids an earlier version admitted (letters, marks and digits of any script, normalised to NFC),
+so that the users they name can still be erased; the tip ids an earlier version logged stay in
+the log as they were (its rewards, exports and evaluations read them unchanged).
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from tipbench.policy_service._records import CandidateTip, Event, LoggedEvent, R
 
 MAX_CANDIDATES = 100
 MAX_DWELL_S = 7 * 24 * 3600.0  # a dwell longer than a week is a bug, not attention
-Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\w.:@-]+$")]
+ID_PATTERN = r"^[A-Za-z0-9_.:@-]+$"  # ASCII only: no look-alike ids (see the module's doc)
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN)]
 PolicyName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 
@@ -36,7 +44,12 @@ def _nfc(value: Any) -> Any:
     return unicodedata.normalize("NFC", value) if isinstance(value, str) else value
 
 
-UserId = Annotated[Identifier, BeforeValidator(_nfc)]
+# The user ids earlier versions admitted (any script, NFC): erasure still takes them.
+StoredUserId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[\w.:@-]+$"),
+    BeforeValidator(_nfc),
+]
 
 
 class _Body(BaseModel):
@@ -111,7 +124,7 @@ class DecisionRequest(_Body):
         description="the client's id of this request: a retry with the same id gets the same "
         "decision (another request with it: 409)",
     )
-    user_id: UserId = Field(examples=["u1"])
+    user_id: Identifier = Field(examples=["u1"])
     context: ContextBody
     candidates: list[CandidateBody] = Field(min_length=1, max_length=MAX_CANDIDATES)
     profile_features: ProfileBody | None = None
@@ -243,7 +256,7 @@ class ServiceStatsResponse(BaseModel):
 class ResetRequest(_Body):
     scope: ResetScope
     policy: PolicyName | None = None
-    user_id: UserId | None = None
+    user_id: StoredUserId | None = None
 
 
 class ResetResponse(BaseModel):

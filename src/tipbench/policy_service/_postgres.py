@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from tipbench._errors import ConfigError
 from tipbench._redact import redact_text
-from tipbench.policy_service._schema import TABLES
+from tipbench.policy_service._schema import TABLES, UNIQUE_KEYS, UniqueKey
 from tipbench.policy_service._sql import SqlStore
 from tipbench.policy_service._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
 
@@ -138,8 +138,10 @@ class PostgresStore(SqlStore):
         cur.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
         return bool(cur.fetchone()[0])
 
-    def _is_duplicate(self, exc: Exception) -> bool:
-        return isinstance(exc, self._psycopg.errors.UniqueViolation)
+    def _duplicate_key(self, exc: Exception) -> UniqueKey | None:
+        if not isinstance(exc, self._psycopg.errors.UniqueViolation):
+            return None
+        return UNIQUE_KEYS.get(exc.diag.constraint_name or "")
 
     def _lock_config(self, cur: Cursor) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_CONFIG_LOCK,))

@@ -1,13 +1,16 @@
 """A decision log's rows as the stores write and read them: JSON columns in, records out.
 
-Shared by both stores (`_sql.py`); what a retried reward answers (`settled`) is decided here
-too, from the stored row.
+The columns of a decision's row and of a shadow's are named once here (`DECISION_COLUMNS`,
+`SHADOW_COLUMNS`): the SQL that writes and reads them, and the values written, follow these
+lists, so that a column added is added everywhere or refused at once. Shared by both stores
+(`_sql_log.py`); what a retried reward answers (`settled`) is decided here too, from the
+stored row.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +26,63 @@ from tipbench.policy_service._records import (
     moment_fields,
 )
 from tipbench.policy_service._store import AlreadyRewarded, DecisionExpired
+
+DECISION_COLUMNS = (
+    "id", "seq", "created_at", "user_id", "policy", "route", "moment", "feature_version",
+    "features", "candidates", "tip_id", "category", "propensity", "reward", "event", "dwell_s",
+    "rewarded_at", "event_id", "settings",
+)  # fmt: skip
+"""The `decisions` columns of the log, in the order its rows are written and read."""
+SHADOW_COLUMNS = (
+    "decision_id", "policy", "feature_version", "features", "candidates", "tip_id",
+    "propensity", "settings",
+)  # fmt: skip
+"""The `shadow_decisions` columns of the log (`learned` is the store's own)."""
+
+
+def _in_order(values: Mapping[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+    """`values` in the order of `columns`, which must be exactly their names."""
+    if values.keys() != set(columns):
+        raise ValueError(f"not the table's columns: {sorted(values.keys() ^ set(columns))}")
+    return tuple(values[column] for column in columns)
+
+
+def decision_values(record: DecisionRecord) -> tuple[Any, ...]:
+    """A new decision's row (no reward yet), in the order of `DECISION_COLUMNS`."""
+    d = record.decision
+    return _in_order(
+        {
+            "id": record.id,
+            "seq": record.sequence,
+            "created_at": record.created_at,
+            "user_id": record.user_id,
+            "route": record.route,
+            "moment": moment_json(record.moment),
+            "event_id": record.event_id,
+            **_decision_fields(d),
+            "category": d.category,
+            **dict.fromkeys(("reward", "event", "dwell_s", "rewarded_at")),
+        },
+        DECISION_COLUMNS,
+    )
+
+
+def shadow_values(decision_id: str, shadow: PolicyDecision) -> tuple[Any, ...]:
+    """A shadow's row of a decision, in the order of `SHADOW_COLUMNS`."""
+    return _in_order({"decision_id": decision_id, **_decision_fields(shadow)}, SHADOW_COLUMNS)
+
+
+def _decision_fields(d: PolicyDecision) -> dict[str, Any]:
+    """The columns a decision and a shadow's would-be decision share."""
+    return {
+        "policy": d.policy,
+        "feature_version": d.feature_version,
+        "features": json.dumps(d.features),
+        "candidates": candidates_json(d.candidates),
+        "tip_id": d.tip_id,
+        "propensity": d.propensity,
+        "settings": settings_json(d),
+    }
 
 
 def settled(decision_id: str, stored: RewardRecord, retry: RewardRecord) -> RewardRecord:
@@ -51,26 +111,30 @@ def reward_fields(row: Sequence[Any]) -> tuple[float | None, LoggedEvent, float 
 
 
 def logged_decision(row: Sequence[Any], shadows: Sequence[PolicyDecision]) -> LoggedDecision:
-    (id_, seq, created_at, user_id, policy, route, moment, version, features,
-     candidates, tip_id, _, propensity, reward, event, dwell_s, rewarded_at,
-     event_id, settings) = row  # fmt: skip
+    """A decision from its row (the `DECISION_COLUMNS`) and its shadows' decisions."""
+    column = dict(zip(DECISION_COLUMNS, row, strict=True))
     record = DecisionRecord(
-        id=id_,
-        sequence=int(seq),
-        created_at=created_at,
-        user_id=user_id,
-        route=route,
-        moment=Moment(**json.loads(moment)),
-        decision=policy_decision(
-            policy, version, features, candidates, tip_id, propensity, settings
-        ),
+        id=column["id"],
+        sequence=int(column["seq"]),
+        created_at=column["created_at"],
+        user_id=column["user_id"],
+        route=column["route"],
+        moment=Moment(**json.loads(column["moment"])),
+        decision=_policy_decision(column),
         shadows=tuple(shadows),
-        event_id=event_id,
+        event_id=column["event_id"],
     )
     joined = None
-    if event is not None:
-        joined = RewardRecord(*reward_fields((reward, event, dwell_s, rewarded_at)))
+    if column["event"] is not None:
+        reward = (column["reward"], column["event"], column["dwell_s"], column["rewarded_at"])
+        joined = RewardRecord(*reward_fields(reward))
     return LoggedDecision(record, joined)
+
+
+def logged_shadow(row: Sequence[Any]) -> tuple[str, PolicyDecision]:
+    """The decision id and a shadow's would-be decision, from its row (`SHADOW_COLUMNS`)."""
+    column = dict(zip(SHADOW_COLUMNS, row, strict=True))
+    return column["decision_id"], _policy_decision(column)
 
 
 def moment_json(moment: Moment) -> str:
@@ -85,22 +149,16 @@ def settings_json(decision: PolicyDecision) -> str | None:
     return None if decision.settings is None else decision.settings.model_dump_json()
 
 
-def policy_decision(
-    policy: str,
-    version: str,
-    features: str,
-    candidates: str,
-    tip_id: str,
-    propensity: float,
-    settings: str | None,
-) -> PolicyDecision:
+def _policy_decision(column: Mapping[str, Any]) -> PolicyDecision:
+    """The columns a decision and a shadow's share (`_decision_fields`), read back."""
+    settings = column["settings"]
     return PolicyDecision(
-        policy=policy,
-        feature_version=version,
-        features=tuple(json.loads(features)),
-        candidates=tuple(ScoredCandidate(**c) for c in json.loads(candidates)),
-        tip_id=tip_id,
-        propensity=float(propensity),
+        policy=column["policy"],
+        feature_version=column["feature_version"],
+        features=tuple(json.loads(column["features"])),
+        candidates=tuple(ScoredCandidate(**c) for c in json.loads(column["candidates"])),
+        tip_id=column["tip_id"],
+        propensity=float(column["propensity"]),
         settings=None if settings is None else _settings(settings),
     )
 

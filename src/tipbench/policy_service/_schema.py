@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Literal
 
 from tipbench.policy_service._store import Cursor
 
@@ -21,6 +22,18 @@ COUNTED = (
     "completed", "dismissed", "viewed", "expired",
 )  # fmt: skip
 """The `counters` columns: per policy, summed over shards."""
+
+UniqueKey = Literal["decision", "event_id"]
+"""The log's unique keys: a decision's id (its row and its shadows' rows), a client's event id."""
+UNIQUE_KEYS: dict[str, UniqueKey] = {
+    # SQLite names the columns of the key, PostgreSQL its constraint or index
+    "decisions.id": "decision",
+    "shadow_decisions.decision_id, shadow_decisions.policy": "decision",
+    "decisions.event_id": "event_id",
+    "decisions_pkey": "decision",
+    "shadow_decisions_pkey": "decision",
+    "decisions_event_id": "event_id",
+}
 
 TABLES = (
     "decisions", "shadow_decisions", "arms", "profiles", "counters", "user_contributions",

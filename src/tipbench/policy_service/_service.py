@@ -256,9 +256,9 @@ class PolicyService:
             user_id, route, moment, asked
         ) and (policy is None or earlier.decision.policy == policy)  # fmt: skip
         if not same:
-            raise EventIdConflict(
-                f"event_id {event_id!r} was used for another request (decision {earlier.id})"
-            )
+            # Never the other request's decision id: whoever reuses an event id (a client's
+            # bug, or someone guessing ids) must not learn another user's decision.
+            raise EventIdConflict(f"event_id {event_id!r} was used for another request")
         return earlier
 
     def _decide(

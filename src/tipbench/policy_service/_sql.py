@@ -1,20 +1,15 @@
 """The SQL both stores share (`SqliteStore`, `PostgresStore`): they supply connections,
-transactions, timeouts and the few words of dialect; everything else is here.
-
-The log is read in keyset pages (`(seq, id) > (?, ?)`, on the `(seq, id)` index), so an
-export costs the same per row at any size; `/stats` reads counters kept in the same
-transactions as the decisions and rewards they count, spread over `COUNTER_SHARDS` rows per
-policy so that concurrent decisions do not queue on one row.
+transactions, timeouts and the few words of dialect (`_sql_base.py`); the decision log is
+`_sql_log.py`'s; the rest is here: the serving config, the models and profiles as the
+policies read them, rewards (what each teaches), expiry, pruning, the counts behind `/stats`,
+and resets.
 """
 
 from __future__ import annotations
 
 import json
-import random
-from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,79 +18,20 @@ from tipbench.policy_service._config import ConfigDocument
 from tipbench.policy_service._forget import Forgetting
 from tipbench.policy_service._records import (
     EXPIRED,
-    DecisionRecord,
-    LoggedDecision,
     PolicyCounts,
-    PolicyDecision,
     ResetScope,
     Rewarded,
     RewardRecord,
 )
-from tipbench.policy_service._rows import (
-    candidates_json,
-    logged_decision,
-    moment_json,
-    policy_decision,
-    reward_fields,
-    settings_json,
-    settled,
-)
-from tipbench.policy_service._schema import COUNTED, TABLES, create_or_migrate
-from tipbench.policy_service._store import (
-    Cursor,
-    DecisionNotFound,
-    DuplicateEvent,
-    StateStore,
-    WrongPolicy,
-)
+from tipbench.policy_service._rows import reward_fields, settled
+from tipbench.policy_service._schema import COUNTED, TABLES
+from tipbench.policy_service._sql_log import SqlLog
+from tipbench.policy_service._store import Cursor, DecisionNotFound, WrongPolicy
 from tipbench.policy_service._sums import Contributions, Tallies, shadow_update_weight
 
-EXPORT_PAGE = 1000  # decisions read per transaction when the log is exported
-PAGE_WHERE = "(seq, id) > (?, ?)"  # the rows after the last one read: an index range scan
-COUNTER_SHARDS = 16
-_DECISION_COLUMNS = (
-    "id, seq, created_at, user_id, policy, route, moment, feature_version, features, "
-    "candidates, tip_id, category, propensity, reward, event, dwell_s, rewarded_at, "
-    "event_id, settings"
-)
-_SHADOW_COLUMNS = (
-    "decision_id, policy, feature_version, features, candidates, tip_id, propensity, settings"
-)
 
-
-class SqlStore(StateStore):
+class SqlStore(SqlLog):
     """The shared SQL; subclasses supply connections, transactions and dialect."""
-
-    lock_clause = ""  # PostgreSQL: " FOR UPDATE"
-    skip_locked_clause = ""  # PostgreSQL: " FOR UPDATE SKIP LOCKED"
-    types: ClassVar[dict[str, str]] = {"integer": "INTEGER", "real": "REAL", "blob": "BLOB"}
-
-    @abstractmethod
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
-        """A cursor inside one transaction, committed on a clean exit, else rolled back."""
-
-    @abstractmethod
-    def _table_exists(self, cur: Cursor, table: str) -> bool: ...
-
-    @abstractmethod
-    def _is_duplicate(self, exc: Exception) -> bool:
-        """Whether `exc` is the driver's unique-constraint violation."""
-
-    @abstractmethod
-    def _restart_sequence(self, cur: Cursor) -> None: ...
-
-    def _lock_config(self, cur: Cursor) -> None:
-        """Serialise config changes (SQLite's `BEGIN IMMEDIATE` does already)."""
-
-    def _sql(self, sql: str) -> str:
-        return sql  # PostgreSQL rewrites the `?` placeholders
-
-    def _run(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
-        return cur.execute(self._sql(sql), params)
-
-    def _create_schema(self, cur: Cursor) -> None:
-        mark = self._sql("?")
-        create_or_migrate(cur, self._table_exists, mark=mark, **self.types)
 
     # -- config ---------------------------------------------------------------------------
 
@@ -156,133 +92,6 @@ class SqlStore(StateStore):
         return ProfileStats(
             int(row[0]), int(row[1]), int(row[2]), int(row[3]), *map(float, row[4:])
         )
-
-    def _add_sums(
-        self, cur: Cursor, table: str, keys: tuple[str, ...], sums: Contributions, sign: int
-    ) -> None:
-        """Add (sign 1) or take back (-1) sums into `table`'s rows, locked in key order."""
-        where = " AND ".join(f"{k} = ?" for k in keys)
-        for key, delta in sums:
-            empty = ArmStats.empty(delta.rx.shape[0]).to_bytes()
-            self._run(
-                cur,
-                f"INSERT INTO {table} ({', '.join(keys)}, xx, rx, n) "
-                f"VALUES ({', '.join('?' for _ in keys)}, ?, ?, 0) "
-                f"ON CONFLICT ({', '.join(keys)}) DO NOTHING",
-                (*key, *empty),
-            )
-            self._run(cur, f"SELECT xx, rx, n FROM {table} WHERE {where}{self.lock_clause}", key)
-            xx, rx, n = cur.fetchone()
-            stored = ArmStats.from_bytes(bytes(xx), bytes(rx), int(n))
-            updated = delta.applied_to(stored, sign)
-            self._run(
-                cur,
-                f"UPDATE {table} SET xx = ?, rx = ?, n = ? WHERE {where}",
-                (*updated.to_bytes(), updated.n, *key),
-            )
-
-    def _learn(self, cur: Cursor, sums: Contributions, sign: int = 1) -> None:
-        self._add_sums(cur, "arms", ("policy", "category"), sums, sign)
-
-    def _count(self, cur: Cursor, tallies: Tallies, sign: int = 1) -> None:
-        columns = ", ".join(COUNTED)
-        updates = ", ".join(f"{c} = counters.{c} + excluded.{c}" for c in COUNTED)
-        shard = random.randrange(COUNTER_SHARDS)
-        for policy, values in tallies:
-            self._run(
-                cur,
-                f"INSERT INTO counters (policy, shard, {columns}) "
-                f"VALUES (?, ?, {', '.join('?' for _ in COUNTED)}) "
-                f"ON CONFLICT (policy, shard) DO UPDATE SET {updates}",
-                (policy, shard, *(sign * values[c] for c in COUNTED)),
-            )
-
-    # -- decisions ------------------------------------------------------------------------
-
-    def record_decisions(self, records: Sequence[DecisionRecord]) -> None:
-        tallies = Tallies()
-        decisions, shadows = [], []
-        for record in records:
-            d = record.decision
-            decisions.append((
-                record.id, record.sequence, record.created_at, record.user_id, d.policy,
-                record.route, moment_json(record.moment), d.feature_version,
-                json.dumps(d.features), candidates_json(d.candidates), d.tip_id, d.category,
-                d.propensity, None, None, None, None, record.event_id, settings_json(d),
-            ))  # fmt: skip
-            tallies.add(d.policy, "decisions")
-            for s in record.shadows:
-                shadows.append((
-                    record.id, s.policy, s.feature_version, json.dumps(s.features),
-                    candidates_json(s.candidates), s.tip_id, s.propensity, settings_json(s),
-                ))  # fmt: skip
-                tallies.add(s.policy, "shadow_decisions")
-        marks = ", ".join("?" for _ in range(19))
-        try:
-            with self._transaction(write=True) as cur:
-                cur.executemany(
-                    self._sql(f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES ({marks})"),
-                    decisions,
-                )
-                if shadows:
-                    cur.executemany(
-                        self._sql(
-                            f"INSERT INTO shadow_decisions ({_SHADOW_COLUMNS}) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                        ),
-                        shadows,
-                    )
-                self._count(cur, tallies)
-        except Exception as exc:
-            if not self._is_duplicate(exc):
-                raise
-            taken = next(r.event_id for r in records if r.event_id is not None)
-            raise DuplicateEvent(taken) from None
-
-    def decision(self, decision_id: str) -> LoggedDecision | None:
-        with self._transaction(write=False) as cur:
-            found = self._logged(cur, "id = ?", (decision_id,))
-        return found[0] if found else None
-
-    def decision_for_event(self, event_id: str) -> LoggedDecision | None:
-        with self._transaction(write=False) as cur:
-            found = self._logged(cur, "event_id = ?", (event_id,))
-        return found[0] if found else None
-
-    def _logged(
-        self, cur: Cursor, where: str, params: Sequence[Any], limit: int | None = None
-    ) -> list[LoggedDecision]:
-        tail = "" if limit is None else f" LIMIT {int(limit)}"
-        self._run(
-            cur,
-            f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE {where} ORDER BY seq, id{tail}",
-            params,
-        )
-        rows = cur.fetchall()
-        if not rows:
-            return []
-        marks = ", ".join("?" for _ in rows)
-        self._run(
-            cur,
-            f"SELECT {_SHADOW_COLUMNS} FROM shadow_decisions WHERE decision_id IN ({marks}) "
-            "ORDER BY decision_id, policy",
-            [row[0] for row in rows],
-        )
-        shadows: dict[str, list[PolicyDecision]] = {}
-        for shadow in cur.fetchall():
-            shadows.setdefault(shadow[0], []).append(policy_decision(*shadow[1:]))
-        return [logged_decision(row, shadows.get(row[0], [])) for row in rows]
-
-    def decisions(self) -> Iterator[LoggedDecision]:
-        after: tuple[int, str] = (-1, "")  # (seq, id) of the last row handed out
-        while True:  # keyset pages: the log is never held in memory whole
-            with self._transaction(write=False) as cur:
-                page = self._logged(cur, PAGE_WHERE, after, EXPORT_PAGE)
-            if not page:
-                return
-            yield from page
-            last = page[-1].record
-            after = (last.sequence, last.id)
 
     # -- rewards, expiry, pruning ---------------------------------------------------------
 

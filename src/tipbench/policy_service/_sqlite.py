@@ -7,9 +7,12 @@ busy timeout and a statement by a progress handler, both the store's timeout: pa
 store raises `StoreUnavailable`.
 
 The file is created readable by its owner only (0600). A serving process opens it
-`exclusive`ly: it holds an advisory lock on `<file>.lock` while it runs, and a second server
-on the same file is refused, since its decision numbers live in memory (replicas share a
-PostgreSQL store instead). Other commands (export, prune) may open it beside the server.
+`exclusive`ly: while it runs it holds an advisory lock (flock) on the database file itself,
+so that a second server on the same file is refused whatever name it is given (a symlink, a
+hard link, a relative path): its decision numbers live in memory and would collide (replicas
+share a PostgreSQL store instead). flock locks are independent of the POSIX locks SQLite takes
+on the same file (Linux, macOS and the BSDs keep them apart on local file systems). Other
+commands (export, prune) may open the file beside the server.
 """
 
 from __future__ import annotations
@@ -26,10 +29,25 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tipbench._errors import ConfigError
+from tipbench.policy_service._schema import UNIQUE_KEYS, UniqueKey
 from tipbench.policy_service._sql import SqlStore
 from tipbench.policy_service._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
 
 PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the statement deadline
+
+
+def _flock_holder(file: os.stat_result) -> int | None:
+    """The pid holding a flock on `file`, from Linux's /proc/locks (None elsewhere)."""
+    device = f"{os.major(file.st_dev):02x}:{os.minor(file.st_dev):02x}:{file.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    for line in lines:  # "1: FLOCK  ADVISORY  WRITE 17305 fe:00:2146385 0 EOF"
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == device:
+            return int(fields[4]) if fields[4].isdigit() else None
+    return None
 
 
 class SqliteStore(SqlStore):
@@ -61,20 +79,24 @@ class SqliteStore(SqlStore):
         self._sequence = itertools.count(int(last) + 1)
 
     def _lock_owner(self) -> int:
-        """Hold `<file>.lock` for the life of this store, or refuse: one server per file."""
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        """Hold an exclusive flock on the database file for the life of this store, or refuse:
+        one server per file, by the file itself (its inode), not by the name it was given.
+
+        Closing a descriptor of the file drops the POSIX locks SQLite holds on it in this
+        process, so this one is closed only once the store's connections are (`close`); here
+        no connection is open yet.
+        """
+        fd = os.open(self.path, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            holder = _flock_holder(os.fstat(fd))
             os.close(fd)
             raise ConfigError(
-                f"{self.path} is served by another process already (pid {holder}): a SQLite "
-                "state serves one process; run replicas on --state-url postgresql://..."
+                f"{self.path} is served by another process already"
+                f"{f' (pid {holder})' if holder else ''}: a SQLite state serves one process; "
+                "run replicas on --state-url postgresql://..."
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
         return fd
 
     def _connection(self) -> sqlite3.Connection:
@@ -84,9 +106,11 @@ class SqliteStore(SqlStore):
                 conn = sqlite3.connect(
                     self.path, isolation_level=None, check_same_thread=False, timeout=0
                 )
+                # the busy timeout first: switching to WAL waits for a lock, which another
+                # connection opening at the same moment may hold
+                conn.execute(f"PRAGMA busy_timeout={round(self.timeout_s * 1000)}")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
-                conn.execute(f"PRAGMA busy_timeout={round(self.timeout_s * 1000)}")
             except sqlite3.Error as exc:
                 raise ConfigError(f"{self.path}: cannot open the state store: {exc}") from None
             self._local.conn = conn
@@ -140,8 +164,13 @@ class SqliteStore(SqlStore):
         cur.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
         return cur.fetchone() is not None
 
-    def _is_duplicate(self, exc: Exception) -> bool:
-        return isinstance(exc, sqlite3.IntegrityError)
+    def _duplicate_key(self, exc: Exception) -> UniqueKey | None:
+        # "UNIQUE constraint failed: decisions.event_id"; a NOT NULL or CHECK failure is no
+        # duplicate
+        if not isinstance(exc, sqlite3.IntegrityError):
+            return None
+        _, _, columns = str(exc).partition("UNIQUE constraint failed: ")
+        return UNIQUE_KEYS.get(columns)
 
     def next_sequence(self) -> int:
         with self._lock:

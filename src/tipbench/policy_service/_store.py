@@ -1,6 +1,7 @@
 """The state store: one narrow interface over the decision log, the models, the profiles and
-the serving config, with two implementations sharing their SQL (`_sql.py`): `SqliteStore`
-(embedded, the default, one server process) and `PostgresStore` (replicas sharing a database).
+the serving config, with two implementations sharing their SQL (`_sql.py` and its bases):
+`SqliteStore` (embedded, the default, one server process) and `PostgresStore` (replicas
+sharing a database).
 
 What the store guarantees, on both:
 
@@ -26,7 +27,9 @@ The errors:
         ├── AlreadyRewarded         a different reward was recorded first
         │   └── DecisionExpired     no reward came in the reward window
         ├── WrongPolicy             another policy made that decision
+        ├── DuplicateDecision       a decision with that id is in the log already
         └── EventIdConflict         the client's event id names another request
+            └── DuplicateEvent          raised by the store: the event id is taken
 """
 
 from __future__ import annotations
@@ -83,6 +86,14 @@ class WrongPolicy(DecisionConflict):
         self.policy = policy
 
 
+class DuplicateDecision(DecisionConflict):
+    """A decision is logged once: its id is in the log already (a caller's bug)."""
+
+    def __init__(self, decision_id: str) -> None:
+        super().__init__(f"decision {decision_id!r} is in the log already: it is logged once")
+        self.decision_id = decision_id
+
+
 class EventIdConflict(DecisionConflict):
     """The client's event id was used for a different request."""
 
@@ -137,6 +148,7 @@ class StateStore(ABC):
 
         Raises:
             DuplicateEvent: a record's event id names a logged decision (nothing is logged).
+            DuplicateDecision: a record's decision id is logged already (nothing is logged).
         """
 
     def record_decision(self, record: DecisionRecord) -> None:

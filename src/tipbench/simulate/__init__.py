@@ -4,10 +4,20 @@ learn with the service's own code, and a report with CIs over seeds and paired d
 
     SimulationConfig ─▶ simulate() ─▶ Simulation(report: SimulationReport, outcomes)
                         simulate_seeds() per seed ─▶ SeedOutcome ─▶ summarise()  (the DAG)
+    simulate_remote(config, RemoteTarget) ─▶ Simulation     (through a running server)
+    render_report(report, header) ─▶ lines;  log_simulation(store, experiment, simulation) ─▶ MLflow
+
+`simulate_remote` (httpx) and the MLflow recording load on first use.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tipbench._lazy import lazy_exports
 from tipbench.simulate._outcome import Metrics, SeedOutcome, seed_outcome
 from tipbench.simulate._play import Contender, Played, Served, play, serve, uniforms
+from tipbench.simulate._render import paired_interval, render_report
 from tipbench.simulate._report import (
     METRICS,
     Estimate,
@@ -33,34 +43,66 @@ from tipbench.simulate._simulation import (
 )
 from tipbench.simulate._world import World, make_world
 
+if TYPE_CHECKING:
+    from tipbench.simulate._remote import RemoteTarget, simulate_remote
+    from tipbench.simulate._tracking import (
+        KIND_SIMULATION,
+        PLOT_FILE,
+        REPORT_FILE,
+        SimulationRuns,
+        log_simulation,
+    )
+else:
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "KIND_SIMULATION": "_tracking",
+            "PLOT_FILE": "_tracking",
+            "REPORT_FILE": "_tracking",
+            "RemoteTarget": "_remote",
+            "SimulationRuns": "_tracking",
+            "log_simulation": "_tracking",
+            "simulate_remote": "_remote",
+        },
+    )
+
 __all__ = [
     "DEFAULT_DAYS",
     "DEFAULT_EXPERIMENT",
     "DEFAULT_POLICIES",
     "DEFAULT_SEEDS",
     "DEFAULT_USERS",
+    "KIND_SIMULATION",
     "METRICS",
+    "PLOT_FILE",
+    "REPORT_FILE",
     "Contender",
     "Estimate",
     "Metrics",
     "Played",
     "PolicyReport",
+    "RemoteTarget",
     "SeedOutcome",
     "Served",
     "ShadowRule",
     "Simulation",
     "SimulationConfig",
     "SimulationReport",
+    "SimulationRuns",
     "Study",
     "World",
     "load_study",
+    "log_simulation",
     "make_world",
     "paired_dict",
+    "paired_interval",
     "play",
+    "render_report",
     "seed_outcome",
     "serve",
     "shadow_study",
     "simulate",
+    "simulate_remote",
     "simulate_seeds",
     "summarise",
     "true_values",

@@ -3,12 +3,24 @@ policy, the per-persona table and the learning curve."""
 
 from __future__ import annotations
 
+import math
+
 from tipbench.simulate._report import Estimate, SimulationReport
+from tipbench.stats import PairedComparison, pairs_needed
 
 
 def _ci(e: Estimate, signed: bool = False) -> str:
     f = "{:+.4f}" if signed else "{:.4f}"
     return f"{f.format(e.mean)} [{f.format(e.low)}, {f.format(e.high)}]"
+
+
+def paired_interval(c: PairedComparison) -> str:
+    """The interval of a paired difference, `[+0.0114, +0.0257]`; below the seeds an exact
+    interval needs (`compare.pairs_needed`: 6 at 95%), a note saying so instead of NaN."""
+    if math.isnan(c.ci_low) or math.isnan(c.ci_high):
+        needed = pairs_needed(1 - c.confidence)
+        return f"(no {c.confidence:.0%} interval from {c.n_pairs} seeds: {needed} needed)"
+    return f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
 
 
 def render_report(report: SimulationReport, header: str) -> list[str]:
@@ -24,9 +36,7 @@ def render_report(report: SimulationReport, header: str) -> list[str]:
         name = f"{p.policy} (live)" if p.policy == report.live else p.policy
         vs = p.vs_live
         versus = (
-            "—"
-            if vs is None
-            else f"{vs.mean_diff:+.4f} [{vs.ci_low:+.4f}, {vs.ci_high:+.4f}] p = {vs.p_value:.4g}"
+            "—" if vs is None else f"{vs.mean_diff:+.4f} {paired_interval(vs)} p = {vs.p_value:.4g}"
         )
         o = p.overall
         lines.append(

@@ -4,11 +4,72 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Literal
 
 CRITERIA = ("relevance", "actionability", "tone")
 FLAGS = ("format_ok", "overlong")
 SCORE_NAMES = CRITERIA + FLAGS
+#: The scores a judge may give: 1–5 for each criterion, 0/1 for each flag.
+CRITERION_LEVELS = (1, 2, 3, 4, 5)
+FLAG_LEVELS = (0, 1)
 COMPOSITE_RANGE = (2.0, 17.0)
+
+
+def levels(name: str) -> tuple[int, ...]:
+    """The valid scores of a criterion (1–5) or a flag (0/1), in ordinal order.
+
+    Raises:
+        KeyError: `name` is not one of `SCORE_NAMES`.
+    """
+    if name in CRITERIA:
+        return CRITERION_LEVELS
+    if name in FLAGS:
+        return FLAG_LEVELS
+    raise KeyError(name)
+
+
+def levels_text(name: str) -> str:
+    """A score's valid values in words: `1–5` for a criterion, `0/1` for a flag."""
+    found = levels(name)
+    return "/".join(map(str, found)) if len(found) == 2 else f"{found[0]}–{found[-1]}"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What a figure's numbers run over: points of the rubric, or a share of candidates.
+
+    Attributes:
+        low: The smallest value the figure can take.
+        high: The largest.
+        unit: "points" (a score or a mean of scores) or "share" (a mean of 0/1 flags: the
+            share of candidates with the flag set).
+    """
+
+    low: float
+    high: float
+    unit: Literal["points", "share"] = "points"
+
+    def text(self) -> str:
+        """`1–5`, `2–17`, or `share 0–1`, for a heading or a caption."""
+        span = f"{self.low:g}–{self.high:g}"
+        return f"share {span}" if self.unit == "share" else span
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"low": self.low, "high": self.high, "unit": self.unit}
+
+
+def mean_scale(name: str) -> Scale:
+    """The scale of a mean of `name` over candidates: `composite` runs 2–17, a criterion
+    1–5, a flag is the share of candidates with it set (0–1).
+
+    Raises:
+        KeyError: `name` is neither `composite` nor one of `SCORE_NAMES`.
+    """
+    if name == "composite":
+        return Scale(*COMPOSITE_RANGE)
+    found = levels(name)
+    return Scale(found[0], found[-1], "share" if name in FLAGS else "points")
+
 
 _WORD = re.compile(r"[\w'’-]+")
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")

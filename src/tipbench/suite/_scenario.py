@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from string import Template
-from typing import Any
+from typing import Any, Literal
 
 # Variables a prompt template may use, as `$name` or `${name}`.
 PLACEHOLDERS = frozenset(
@@ -55,15 +55,40 @@ class Scenario:
 
 Message = tuple[str, str]  # (role, content)
 
+#: The parts of a prompt version, each a template.
+Component = Literal["system", "user"]
+COMPONENTS: tuple[Component, ...] = ("system", "user")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """Where a proposed prompt version came from (`tipbench optimize`): its parent version,
+    the optimization and iteration that proposed it, the part that was rewritten, the
+    reflection model's reasons, and its mean composite per training scenario it was scored
+    on (the automatic tier)."""
+
+    parent: str
+    optimization: str
+    iteration: int
+    component: Component
+    reasons: str = ""
+    training_scores: dict[str, float] = field(default_factory=dict)
+
 
 @dataclass(frozen=True)
 class PromptVersion:
-    """A prompt version: a system and a user template over the scenario's variables."""
+    """A prompt version: a system and a user template over the scenario's variables, with
+    its lineage if an optimization proposed it."""
 
     version: str
     description: str
     system: str
     user: str
+    proposal: Proposal | None = field(default=None, compare=False)
+
+    def template(self, component: Component) -> str:
+        """The template of one part: `system` or `user`."""
+        return self.system if component == "system" else self.user
 
     @property
     def template_hash(self) -> str:

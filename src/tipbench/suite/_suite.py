@@ -17,17 +17,25 @@ from tipbench.suite._population import (
     PopulationFile,
     population_from_file,
 )
-from tipbench.suite._rubric import CRITERIA, FLAGS, Criterion, Flag, Level, Rubric
+from tipbench.suite._rubric import (
+    CRITERIA,
+    CRITERION_LEVELS,
+    FLAGS,
+    Criterion,
+    Flag,
+    Level,
+    Rubric,
+)
 from tipbench.suite._scenario import (
     PLACEHOLDERS,
     PromptVersion,
+    Proposal,
     Scenario,
     content_hash,
     template_placeholders,
 )
 
 DEFAULT_SUITE = "tips"
-
 
 
 @dataclass(frozen=True)
@@ -61,10 +69,22 @@ class Suite:
             ]
         )
 
-    def select_scenarios(self, n_scenarios: int = 0) -> tuple[Scenario, ...]:
-        """The first `n_scenarios` scenarios in suite order (0 = all)."""
+    def select_scenarios(
+        self, n_scenarios: int = 0, ids: Iterable[str] = ()
+    ) -> tuple[Scenario, ...]:
+        """The scenarios named by `ids`, in suite order; without ids, the first
+        `n_scenarios` in suite order (0 = all).
+
+        Raises:
+            ConfigError: a negative count, or an id the suite does not have.
+        """
         if n_scenarios < 0:
             raise ConfigError(f"n_scenarios must be 0 (all) or positive, not {n_scenarios}")
+        wanted = set(ids)
+        if wanted:
+            for scenario_id in sorted(wanted):
+                self.scenario(scenario_id)  # an unknown id is refused, named
+            return tuple(s for s in self.scenarios if s.id in wanted)
         return self.scenarios[:n_scenarios] if n_scenarios else self.scenarios
 
     def prompt(self, version: str) -> PromptVersion:
@@ -86,6 +106,12 @@ class Suite:
 def bundled_suite_path(name: str = DEFAULT_SUITE) -> Path:
     """The folder of a suite that ships inside the package."""
     return Path(str(resources.files("tipbench.suite") / "data" / name))
+
+
+def working_copy_path(home: Path) -> Path:
+    """tipbench's working copy of the bundled suite in its data folder `home`: where
+    `tipbench optimize` writes its proposals unless given a suite folder."""
+    return home / "suites" / DEFAULT_SUITE
 
 
 def load_suite(path: str | Path | None = None) -> Suite:
@@ -126,11 +152,17 @@ def load_suite(path: str | Path | None = None) -> Suite:
         scenarios=scenarios,
         prompts=prompts,
         rubric=rubric,
-        default_prompts=tuple(meta.default_prompts or sorted(prompts)),
+        default_prompts=tuple(meta.default_prompts or _written_by_hand(prompts)),
         catalogue=catalogue,
         calibration=calibration,
         population=population,
     )
+
+
+def _written_by_hand(prompts: dict[str, PromptVersion]) -> list[str]:
+    """The versions a grid runs by default when `suite.yaml` names none: all but those an
+    optimization proposed (they run on purpose: the shortlist, by name)."""
+    return sorted(v for v, p in prompts.items() if p.proposal is None) or sorted(prompts)
 
 
 def _unique(file: Path, kind: str, ids: Iterable[str]) -> None:
@@ -185,8 +217,13 @@ def _prompts(folder: Path) -> dict[str, PromptVersion]:
                     f"{file}: {part}: unknown placeholder ${sorted(unknown)[0]} "
                     f"(allowed: {allowed})"
                 )
+        proposal = data.proposal
         prompts[data.version] = PromptVersion(
-            version=data.version, description=data.description, system=data.system, user=data.user
+            version=data.version,
+            description=data.description,
+            system=data.system,
+            user=data.user,
+            proposal=None if proposal is None else Proposal(**proposal.model_dump()),
         )
     return prompts
 
@@ -205,7 +242,7 @@ def _rubric(file: Path, rubric_id: str, scenario_ids: set[str]) -> Rubric:
     if tuple(f.name for f in data.flags) != FLAGS:
         raise SuiteError(f"{file}: flags must be {', '.join(FLAGS)} in that order")
     for criterion in data.criteria:
-        if [level.score for level in criterion.levels] != [1, 2, 3, 4, 5]:
+        if tuple(level.score for level in criterion.levels) != CRITERION_LEVELS:
             raise SuiteError(f"{file}: {criterion.name}: levels must be scores 1 to 5 in order")
         for level in criterion.levels:
             if level.example.scenario not in scenario_ids:

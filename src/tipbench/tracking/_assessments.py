@@ -17,7 +17,7 @@ unchanged one is not logged again. A person may add feedback in MLflow's trace v
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -161,12 +161,17 @@ class GivenScore:
     assessment_id: str
 
 
-def human_feedback(info: TraceInfo, candidate_count: int) -> list[GivenScore]:
+def human_feedback(
+    info: TraceInfo, candidate_count: int, sources: Container[str] | None = None
+) -> list[GivenScore]:
     """The latest valid HUMAN feedback per candidate and score name on a cell's trace
-    (tipbench's own and a person's alike), candidates told by span or metadata.
+    (tipbench's own and a person's alike), candidates told by the span the feedback is on.
 
-    Feedback named like no score is left out; feedback on no candidate is kept with
-    `candidate=None`, for the caller to report.
+    With `sources`, only feedback from those sources counts, and tipbench's own records of
+    the human tier (whoever they name), which mark what the tier already holds. Feedback
+    named like no score is left out; feedback on no candidate's span (on the whole trace,
+    even with metadata naming a candidate) is kept with `candidate=None`, for the caller to
+    report.
     """
     from mlflow.entities import Feedback
 
@@ -176,9 +181,10 @@ def human_feedback(info: TraceInfo, candidate_count: int) -> list[GivenScore]:
             continue
         if assessment.source.source_type != HUMAN or assessment.name not in SCORE_NAMES:
             continue
-        cid = (assessment.metadata or {}).get(CANDIDATE_KEY) or candidate_of_span(
-            info.trace_id, assessment.span_id, candidate_count
-        )
+        recorded = (assessment.metadata or {}).get(TIER_KEY) == "human"
+        if sources is not None and assessment.source.source_id not in sources and not recorded:
+            continue
+        cid = candidate_of_span(info.trace_id, assessment.span_id, candidate_count)
         latest[(cid, assessment.name)] = GivenScore(
             cid,
             assessment.name,
@@ -187,3 +193,28 @@ def human_feedback(info: TraceInfo, candidate_count: int) -> list[GivenScore]:
             assessment.assessment_id or "",
         )
     return list(latest.values())
+
+
+def human_comments(client: MlflowClient, trace_id: str, candidate_count: int) -> dict[str, str]:
+    """What people wrote about a cell's candidates in MLflow: the rationales of the valid
+    HUMAN feedback on each candidate's span of the trace, joined per candidate (the comments
+    `tipbench optimize` shows its reflection model). Best effort: empty if the trace cannot
+    be read."""
+    from mlflow.entities import Feedback
+
+    try:
+        info = tracing_client(client).get_trace_info(trace_id)
+    except Exception:  # a missing or unreadable trace has no comments to give
+        return {}
+    comments: dict[str, list[str]] = {}
+    for assessment in sorted(info.assessments, key=lambda a: a.create_time_ms or 0):
+        if not isinstance(assessment, Feedback) or assessment.valid is False:
+            continue
+        if assessment.source.source_type != HUMAN or not assessment.rationale:
+            continue
+        cid = (assessment.metadata or {}).get(CANDIDATE_KEY) or candidate_of_span(
+            info.trace_id, assessment.span_id, candidate_count
+        )
+        if cid is not None and assessment.rationale not in comments.get(cid, []):
+            comments.setdefault(cid, []).append(assessment.rationale)
+    return {cid: " / ".join(texts) for cid, texts in comments.items()}

@@ -142,3 +142,42 @@ def link_runs_to_prompt(
     value = ",".join(ids)
     if value != known:
         client.set_prompt_version_tag(prompt.name, str(prompt.version), RUN_IDS_TAG, value)
+
+
+#: Tags of a proposed version (`tipbench optimize`): its lineage in the registry.
+PARENT_VERSION_TAG = "parent_prompt_version"
+PARENT_REGISTRY_TAG = "parent_registry_version"
+OPTIMIZATION_TAG = "optimization"
+ITERATION_TAG = "iteration"
+COMPONENT_TAG = "rewritten"
+TRAINING_SCORES_TAG = "training_scores"
+
+
+def register_proposal(
+    client: MlflowClient, name: str, prompt: PromptVersion, parent: PromptVersion
+) -> RegisteredPrompt:
+    """Register a proposed version (`prompt.proposal` set) as a new version of prompt `name`
+    with its lineage: the suite's parent version and the registry version it was registered
+    as (registered first if it is not yet), the optimization, iteration and rewritten part.
+    A template registered already keeps its version; its lineage tags are set either way."""
+    proposal = prompt.proposal
+    if proposal is None:
+        raise ValueError(f"{prompt.version} is not a proposal: it has no parent")
+    parent_registered = register_prompt(client, name, parent, message="tipbench optimize")
+    tags = {
+        PARENT_VERSION_TAG: parent.version,
+        PARENT_REGISTRY_TAG: str(parent_registered.version),
+        OPTIMIZATION_TAG: proposal.optimization,
+        ITERATION_TAG: str(proposal.iteration),
+        COMPONENT_TAG: proposal.component,
+    }
+    message = f"tipbench optimize, from {parent.version}"
+    return register_prompt(client, name, prompt, tags, message)
+
+
+def tag_training_scores(
+    client: MlflowClient, prompt: RegisteredPrompt, scores: dict[str, float]
+) -> None:
+    """Set a registry version's training scores (`{"scenario": composite}`, JSON)."""
+    value = json.dumps({k: round(v, 4) for k, v in sorted(scores.items())})
+    client.set_prompt_version_tag(prompt.name, str(prompt.version), TRAINING_SCORES_TAG, value)

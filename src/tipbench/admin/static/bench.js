@@ -141,7 +141,10 @@
     const head = el(
       "tr",
       {},
-      view.columns.map((c) => el("th", { scope: "col", class: c.numeric ? "num" : null }, c.heading)),
+      // each mean says what it runs over (composite 2–17, criteria 1–5, flags as shares)
+      view.columns.map((c) =>
+        el("th", { scope: "col", class: c.numeric ? "num" : null }, c.heading, c.scale ? el("span", { class: "scale" }, c.scale) : null),
+      ),
     );
     const rows = view.rows.map((row) =>
       el(
@@ -149,11 +152,19 @@
         { "data-standing": row.standing },  // the leaderboard's class of the row, as given
         row.cells.map((text, i) => {
           const column = view.columns[i];
-          return el("td", { class: column.numeric ? "num" : null }, column.strong ? el("strong", {}, text) : text);
+          const content = column.strong ? el("strong", {}, text) : withInterval(text);
+          return el("td", { class: column.numeric ? "num" : "name" }, content);
         }),
       ),
     );
     return el("table", { class: "leaderboard-table" }, el("thead", {}, head), el("tbody", {}, rows));
+  }
+
+  // "−1.20 [−2.10, −0.30]": the interval may go under the value, but never breaks itself.
+  function withInterval(text) {
+    const parts = /^(.*\S) (\[[^\]]*\])$/.exec(text);
+    if (!parts) return /^\[.*\]$/.test(text) ? el("span", { class: "interval" }, text) : text;
+    return [parts[1], " ", el("span", { class: "interval" }, parts[2])];
   }
 
   // Horizontal bars of the mean composite from the rubric's floor, whiskers for the
@@ -166,10 +177,17 @@
     return node;
   }
 
+  const CHAR_WIDTH = 7.2;  // about one character of the chart's 13 px labels
+  function shortened(text, room) {
+    if (text.length <= room) return text;
+    const head = Math.ceil((room - 1) / 2);
+    return `${text.slice(0, head)}…${text.slice(text.length - (room - 1 - head))}`;
+  }
+
   function renderChart(view) {
     const bars = view.rows.map((row) => row.bar);
     const { title, axis, low, high } = view.chart;
-    const labelWidth = Math.min(360, Math.max(140, 7.2 * Math.max(...bars.map((b) => b.label.length))));
+    const labelWidth = Math.min(360, Math.max(140, CHAR_WIDTH * Math.max(...bars.map((b) => b.label.length))));
     const width = 900;
     const rowHeight = 30;
     const top = 8;
@@ -204,9 +222,15 @@
     );
     bars.forEach((bar, i) => {
       const mid = top + i * rowHeight + rowHeight / 2;
-      chart.append(
-        svg("text", { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: bar.muted ? "#8c959f" : "#1f2328" }, bar.label),
+      // A label too long for its room loses its middle (rank and model start, prompt end
+      // stay), never its start off the chart's left edge; the whole label is its tooltip.
+      const label = svg(
+        "text",
+        { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: bar.muted ? "#8c959f" : "#1f2328" },
+        shortened(bar.label, Math.floor(labelWidth / CHAR_WIDTH)),
+        svg("title", {}, bar.label),
       );
+      chart.append(label);
       if (bar.value === null) return;
       const rect = svg("rect", {
         x: plotLeft,
@@ -324,6 +348,13 @@
     }
     $("job-judge-line").hidden = !job.judge_total;
     meter($("job-judge-progress"), $("job-judged"), job.judged, job.judge_total, "candidates judged", finished);
+    // Before its first candidate the judge loads its model and reads the rubric: say so,
+    // rather than "0 of N candidates judged" for as long as that takes.
+    const loading = Boolean(job.judge_loading) && ACTIVE.has(job.state);
+    if (loading) $("job-judged").textContent = "loading the judge model…";
+    $("job-judged").title = loading ? job.judge_loading : "";
+    $("job-judge-progress").toggleAttribute("data-loading", loading);
+    if (loading) $("job-judge-progress").removeAttribute("value");  // indeterminate
     show($("job-error"), job.error || "");
     $("job-cancel").hidden = !job.cancellable;
     $("job-resume").hidden = !job.resumable;

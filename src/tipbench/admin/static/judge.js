@@ -16,6 +16,8 @@
   const flagKeys = { f: "format_ok", o: "overlong" };
   const $ = (id) => document.getElementById(id);
   const nameInput = $("judge-name");
+  // A touch screen has no keys to press: the page hides its keyboard hints (style.css).
+  const touch = window.matchMedia("(hover: none) and (pointer: coarse)");
 
   const state = {
     item: null, // the run being judged, as the API sent it; scores filled in as we go
@@ -182,7 +184,7 @@
     const missing = criteria.filter((name) => scores[name] === null);
     if (missing.length) {
       const names = new Intl.ListFormat("en", { type: "conjunction" }).format(missing);
-      show($("judge-error"), `Score ${names} first (keys 1–5).`);
+      show($("judge-error"), `Score ${names} first${touch.matches ? "" : " (keys 1–5)"}.`);
       setActive(criteria.indexOf(missing[0]));
       return;
     }

@@ -1,0 +1,346 @@
+#!/usr/bin/env python
+"""What does `tipbench judge auto` cost on top of the judge requests it makes?
+
+The README's grid (the embedded model, 3 prompts × 3 scenarios × 5 tips: 45 candidates) is
+collected once, untimed, into a local store (the README's default); every round judges a
+fresh copy of it, each arm a fresh process timed from start to exit:
+
+  (b)  `tipbench judge auto` on the copy, as the README's loop runs it (the embedded judge,
+       the score schema);
+  (a)  baseline: plain llama-cpp-python in a loop making the SAME requests (b) makes, in
+       the same order: the same messages, schema, temperature, seed, max tokens and repeat
+       penalty, the model loaded as the embedded backend loads it (n_ctx, plain CPU
+       buffers, TIPBENCH_LLAMA_THREADS) and grammars checked on a shortlist as it does;
+  (a:by-name) the same requests, the runs by name (model|prompt|scenario) instead of
+       scenario by scenario: what the order saves;
+  (a:whole) the requests as the judge made them before its answer ended after the
+       criteria: the whole object the prompt describes (criteria and flags), runs by name:
+       what the answer format and the order save together.
+
+It prints per round the wall clock of each arm, b/a, the candidates per second of each arm
+(over the wall clock, and over the time from the model's load to the last candidate), where
+(b)'s time goes (start-up, judging, the tail after the last candidate), and whether (b)'s
+answers (its `auto_answers.json`) are (a)'s, candidate by candidate. Target: b/a ≤ 1.10,
+best round against best round (other work on the machine only ever adds time), with the
+median of the per-round ratios beside it.
+
+    python bench/judge_overhead.py [--n-scenarios 3] [--prompts v1,v2-mentor,v3-few-shot]
+                                   [--n-tips 5] [--repeat 3] [--threads T]
+                                   [--quiet-wait SECONDS]
+
+Exit status: 0 if b/a ≤ 1.10 and every round judged every run with (a)'s answers; 1
+otherwise. The baselines run `_baseline_llamacpp.py`, which imports no tipbench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import _baseline_llamacpp
+from _arms import tipbench_command
+from _cpu import CpuMeter, Timed, run_timed
+from _report import best_ratio, median_ratio, spread
+from tipbench.backends import BackendOptions, GenerationRequest, ModelSpec, open_backend
+from tipbench.backends._llamacpp import LlamaCppBackend
+from tipbench.collect import DEFAULT_PROMPTS
+from tipbench.judge import DEFAULT_JUDGE_MODEL, fetch_candidates, judge_messages
+from tipbench.judge._auto import JUDGE_N_CTX
+from tipbench.judge._auto_requests import (
+    JUDGE_SEED,
+    JUDGE_TEMPERATURE,
+    judge_request,
+    judging_order,
+)
+from tipbench.suite import SCORE_NAMES, levels, load_suite
+from tipbench.tracking import AUTO_ANSWERS_FILE, TrackingStore
+
+TARGET = 1.10
+EXPERIMENT = "tip-bench-judge-overhead"
+BASELINE = Path(_baseline_llamacpp.__file__).resolve()
+_SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+ARMS = {
+    "a": "(a) bare loop, (b)'s requests",
+    "a_name": "(a:by-name) runs by name",
+    "a_whole": "(a:whole) whole answer, by name",
+}
+
+
+def whole_answer_schema() -> dict[str, Any]:
+    """The judge's schema before its answer ended after the criteria: every score."""
+    return {
+        "type": "object",
+        "properties": {n: {"type": "integer", "enum": list(levels(n))} for n in SCORE_NAMES},
+        "required": list(SCORE_NAMES),
+        "additionalProperties": False,
+    }
+
+
+# --------------------------------------------------------------------------- setup
+
+
+@dataclass
+class Setup:
+    folder: Path
+    store: Path  # the store each round judges (restored from `template` first)
+    template: Path
+    env: dict[str, str]
+    candidates: int
+    runs: int
+    requests: dict[str, Path] = field(default_factory=dict)  # arm -> requests file
+
+    @property
+    def uri(self) -> str:
+        return f"sqlite:///{self.store / 'mlflow.db'}"
+
+    def restore(self) -> None:
+        shutil.rmtree(self.store, ignore_errors=True)
+        shutil.copytree(self.template, self.store)
+
+
+def base_env(folder: Path, threads: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.pop("TIPBENCH_LLAMA_THREADS", None)
+    if threads:
+        env["TIPBENCH_LLAMA_THREADS"] = threads
+    env["TIPBENCH_HOME"] = str(folder / "tipbench-home")
+    env["PYTHONUNBUFFERED"] = "1"  # marks and progress lines arrive when written
+    return env
+
+
+def prepare(args: argparse.Namespace, folder: Path) -> Setup:
+    """Collect the grid (untimed) and write each baseline arm's requests, built with the
+    library: the judge's order, messages and request settings."""
+    store, template = folder / "store", folder / "template"
+    setup = Setup(folder, store, template, base_env(folder, args.threads), 0, 0)
+    collect = [
+        *tipbench_command(), "collect", "--prompts", args.prompts,
+        "--n-scenarios", str(args.n_scenarios), "--n-tips", str(args.n_tips),
+        "--experiment", EXPERIMENT, "--tracking-uri", setup.uri,
+    ]  # fmt: skip
+    print(f"collecting the grid (untimed): {' '.join(collect[-12:])}", flush=True)
+    subprocess.run(collect, env=setup.env, check=True, capture_output=True, text=True)
+    shutil.copytree(store, template)
+
+    tracking = TrackingStore(setup.uri)
+    runs = tracking.cell_runs(tracking.experiment_id(EXPERIMENT), judgeable=True)
+    rubric = load_suite().rubric.text()
+    backend = open_backend(ModelSpec.parse(DEFAULT_JUDGE_MODEL), BackendOptions())
+    assert isinstance(backend, LlamaCppBackend)
+    orders = {"judge": judging_order(runs), "name": sorted(runs, key=lambda r: r.label)}
+    cells = dict(zip([r.run_id for r in runs], fetch_candidates(tracking, runs), strict=True))
+    setup.runs, setup.candidates = len(runs), sum(len(c.candidates) for c in cells.values())
+    for arm, order, whole in (("a", "judge", False), ("a_name", "name", False),
+                              ("a_whole", "name", True)):  # fmt: skip
+        requests = []
+        for run in orders[order]:
+            cell = cells[run.run_id]
+            for candidate in cell.candidates:
+                messages = judge_messages(rubric, cell.scenario, candidate.model_dump())
+                request = judge_request(messages, "schema", JUDGE_TEMPERATURE, JUDGE_SEED)
+                schema = whole_answer_schema() if whole else request.json_schema
+                requests.append(as_json(f"{run.label} {candidate.id}", request, schema))
+        blocks = [{"model": DEFAULT_JUDGE_MODEL, "model_path": str(backend.path),
+                   "requests": requests}]  # fmt: skip
+        spec = {"n_ctx": JUDGE_N_CTX, "shortlist_grammar": True, "blocks": blocks}
+        setup.requests[arm] = folder / f"requests-{arm}.json"
+        setup.requests[arm].write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    return setup
+
+
+def as_json(name: str, request: GenerationRequest, schema: Any) -> dict[str, Any]:
+    """A request as `_baseline_llamacpp.py` reads it."""
+    return {
+        "name": name,
+        "messages": request.chat_messages(),
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "max_tokens": request.max_tokens,
+        "repeat_penalty": request.repeat_penalty,
+        "response_format": {"type": "json_object", "schema": schema},
+    }
+
+
+# --------------------------------------------------------------------------- a round
+
+
+@dataclass
+class Arm:
+    timed: Timed
+    answers: dict[str, str]  # candidate ("run cid") -> answer text
+
+    def first(self, prefix: str) -> float | None:
+        return self.timed.first(prefix)
+
+    def judging(self) -> float:
+        """Seconds from the model's load to the last candidate (progress or baseline marks)."""
+        start = self.timed.first("loading ")
+        end = self.timed.last("[")
+        return (end - start) if start is not None and end is not None else float("nan")
+
+
+@dataclass
+class Round:
+    arms: dict[str, Arm]
+    order: str
+    same: int  # candidates whose (b) answer is (a)'s
+    judged: int  # runs (b) judged
+
+    def ratio(self, arm: str = "b", base: str = "a") -> float:
+        return self.arms[arm].timed.seconds / self.arms[base].timed.seconds
+
+
+def judge_answers(setup: Setup) -> tuple[dict[str, str], int]:
+    """(b)'s last answer per candidate, from each run's `auto_answers.json`, and how many
+    runs have automatic scores."""
+    store = TrackingStore(setup.uri)
+    runs = store.cell_runs(store.experiment_id(EXPERIMENT), judgeable=True)
+    answers: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in runs:
+            target = Path(tmp) / run.run_id
+            target.mkdir()
+            path = store.client.download_artifacts(run.run_id, AUTO_ANSWERS_FILE, str(target))
+            document = json.loads(Path(path).read_text(encoding="utf-8"))
+            for cid, tries in document["candidates"].items():
+                answers[f"{run.label} {cid}"] = tries[-1]["text"] if tries else ""
+    return answers, sum(run.judged_by("auto") for run in runs)
+
+
+def one_round(number: int, setup: Setup, meter: CpuMeter, quiet_wait: float) -> Round:
+    def timed(label: str, command: list[str]) -> Timed:
+        meter.wait_quiet(quiet_wait)
+        print(f"  round {number}: {label} ...", flush=True)
+        result = run_timed(command, setup.env, meter)
+        print(
+            f"  round {number}: {label} {result.seconds:.2f} s "
+            f"(others used {result.other_cpu:.1f} CPU-s meanwhile)",
+            flush=True,
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"{label} exited {result.returncode}:\n{result.text()[-3000:]}")
+        return result
+
+    def bare(arm: str) -> Arm:
+        out = setup.folder / f"round-{number}-{arm}.json"
+        result = timed(ARMS[arm], [sys.executable, str(BASELINE), str(setup.requests[arm]),
+                                   str(out)])  # fmt: skip
+        return Arm(result, json.loads(out.read_text(encoding="utf-8"))["texts"])
+
+    def product() -> Arm:
+        setup.restore()
+        command = [
+            *tipbench_command(), "judge", "auto", "--experiment", EXPERIMENT,
+            "--tracking-uri", setup.uri,
+        ]  # fmt: skip
+        return Arm(timed("(b) tipbench judge auto", command), {})
+
+    arms: dict[str, Arm] = {}
+    first, second = ("b", "a") if number % 2 else ("a", "b")
+    for arm in (first, second):
+        arms[arm] = product() if arm == "b" else bare(arm)
+    arms["b"].answers, judged = judge_answers(setup)
+    for arm in ("a_name", "a_whole"):
+        arms[arm] = bare(arm)
+    reference = arms["a"].answers
+    same = sum(reference.get(name) == text for name, text in arms["b"].answers.items())
+    return Round(arms, f"{first},{second}", same, judged)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(setup: Setup, rounds: list[Round], args: argparse.Namespace) -> bool:
+    n = setup.candidates
+    line = "-" * 96
+    print()
+    print(
+        f"judge overhead: {setup.runs} runs, {n} candidates ({args.prompts} × "
+        f"{args.n_scenarios} scenarios × {args.n_tips} tips), judge {DEFAULT_JUDGE_MODEL}, "
+        f"TIPBENCH_LLAMA_THREADS={args.threads or 'unset'}, {os.cpu_count()} CPUs"
+    )
+    print(line)
+    print(f"{'round':>5} {'order':>5} {'(a) s':>8} {'(b) s':>8} {'b/a':>7} "
+          f"{'(a:by-name) s':>14} {'(a:whole) s':>12} {'same answers':>13} {'runs judged':>12}"
+          )  # fmt: skip
+    for i, r in enumerate(rounds, start=1):
+        a, b = r.arms["a"].timed.seconds, r.arms["b"].timed.seconds
+        print(
+            f"{i:>5} {r.order:>5} {a:>8.2f} {b:>8.2f} {b / a:>7.3f} "
+            f"{r.arms['a_name'].timed.seconds:>14.2f} {r.arms['a_whole'].timed.seconds:>12.2f} "
+            f"{f'{r.same}/{n}':>13} {f'{r.judged}/{setup.runs}':>12}"
+        )
+    print(line)
+    print("candidates per second, best round (over the wall clock; over the model's load to "
+          "the last candidate):")  # fmt: skip
+    for key, label in {"b": "(b) tipbench judge auto", **ARMS}.items():
+        best = min((r.arms[key] for r in rounds), key=lambda arm: arm.timed.seconds)
+        print(f"  {label:<34} {n / best.timed.seconds:6.3f}   {n / best.judging():6.3f}")
+    print("where (b)'s time goes (s): start-up = process start → model load; judging = load "
+          "→ last candidate; tail = → exit")  # fmt: skip
+    for i, r in enumerate(rounds, start=1):
+        b = r.arms["b"].timed
+        load, last = b.first("loading "), b.last("[")
+        if load is None or last is None:
+            continue
+        a = r.arms["a"]
+        print(
+            f"  round {i}: (b) start-up {load:6.2f}  judging {last - load:7.2f}  tail "
+            f"{b.seconds - last:5.2f}  cpu {b.cpu:6.2f}  others {b.other_cpu:6.2f}   (a) "
+            f"start-up {a.first('loading ') or 0:5.2f}  judging {a.judging():7.2f}"
+        )
+    print(line)
+    a_best = [r.arms["a"].timed.seconds for r in rounds]
+    ratio = best_ratio(a_best, [r.arms["b"].timed.seconds for r in rounds])
+    median = median_ratio(a_best, [r.arms["b"].timed.seconds for r in rounds])
+    verdict = "PASS" if ratio <= TARGET else "FAIL"
+    print(f"b/a wall clock, best rounds: {ratio:.3f}   target ≤ {TARGET:.2f}   {verdict}   "
+          f"(median of per-round b/a {median:.3f})")  # fmt: skip
+    for key, what in (("a_name", "the order saves"), ("a_whole", "format and order save")):
+        other = [r.arms[key].timed.seconds for r in rounds]
+        print(f"{ARMS[key]} / (a): {spread(a_best, other)}   (median [min, max]: what {what})")
+    cpu = statistics.median(r.arms["b"].timed.cpu / r.arms["a"].timed.cpu for r in rounds)
+    print(f"b/a CPU-seconds: {cpu:.3f}   (median, for reference)")
+    same = all(r.same == n and r.judged == setup.runs for r in rounds)
+    print(f"(b) judged every run with (a)'s answers in every round: {'yes' if same else 'NO'}")
+    return ratio <= TARGET and same
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[1])
+    parser.add_argument("--n-scenarios", type=int, default=3, help="first N scenarios")
+    parser.add_argument("--prompts", default=DEFAULT_PROMPTS, help="comma-separated versions")
+    parser.add_argument("--n-tips", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds")
+    parser.add_argument(
+        "--threads",
+        default=os.environ.get("TIPBENCH_LLAMA_THREADS"),
+        help="TIPBENCH_LLAMA_THREADS for every arm [default: as set, else llama.cpp's]",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=600.0,
+        help="seconds to wait for other processes to go idle before each timed run",
+    )
+    args = parser.parse_args()
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # reading (b)'s answers
+    with tempfile.TemporaryDirectory(prefix="tipbench-judge-bench-") as tmp:
+        setup = prepare(args, Path(tmp))
+        meter = CpuMeter(-1)  # no server: a local store
+        rounds = [one_round(i, setup, meter, args.quiet_wait) for i in range(1, args.repeat + 1)]
+        ok = report(setup, rounds, args)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

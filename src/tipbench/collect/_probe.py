@@ -1,0 +1,127 @@
+"""The probe: a few requests that are not the grid's cells, to choose a model's path.
+
+Before a model's cells, under `--structured auto`, the probe asks it a few of the grid's
+questions with seeds no cell uses (`PROBE_SEED` on): item `j` of a prompt version renders the
+suite's `j`-th scenario and is sampled with seed `PROBE_SEED + j`. Items take the grid's prompt
+versions in turn, at least `PROBE_ANSWERS` items and one per prompt version (the README's
+grid: one per prompt, each on the first scenario). The items do not depend on
+`--n-scenarios`: a 9-cell and a 24-cell grid of the same prompts ask the same probe.
+
+Each item is asked freely, as a cell's free request is (streamed, stopped once it holds
+`n_tips` tips); the first usable answer is also asked with the schema, to weigh what the
+usable ones save (`Evidence.decide`). The probe stops as soon as `schema` wins whatever the
+remaining items could show (`Evidence.settled`): a model whose first free answers fail or run
+on costs one or two requests.
+
+Every answer is remembered in `TIPBENCH_HOME` (`_path_memory.py`): a later collect of the
+model with the same settings and prompt versions chooses from memory, asking nothing. What it
+asks is a function of the answers alone, and the answers of the seeds, so the choice is the
+same on an idle or a loaded machine, the first time or from memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from tipbench._errors import BackendError
+from tipbench.backends import Backend, Constraint, RetryPolicy, call_with_retries
+from tipbench.backends import generate_structured as ask_backend
+from tipbench.collect._cache import request_key
+from tipbench.collect._grid import Cell
+from tipbench.collect._parse import parse_tips
+from tipbench.collect._path_choice import Evidence, PathChoice, Source
+from tipbench.collect._path_memory import PathMemory, ProbeAnswer
+from tipbench.suite import Scenario
+
+#: The probe's first seed: far from the cells' (the collect's seed, plus one per retry).
+PROBE_SEED = 1_000_003
+#: Free answers the probe asks for at least (and one per prompt version).
+PROBE_ANSWERS = 3
+
+
+def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> list[Cell]:
+    """The probe's items for a model's grid `cells` (all of them, done or not), in order,
+    on the suite's `scenarios`."""
+    prompts = list({cell.prompt.version: cell.prompt for cell in cells}.values())
+    items = []
+    for number in range(max(PROBE_ANSWERS, len(prompts))):
+        turn = number // len(prompts)
+        items.append(
+            replace(
+                cells[0],
+                prompt=prompts[number % len(prompts)],
+                scenario=scenarios[turn % len(scenarios)],
+                seed=PROBE_SEED + turn,
+            )
+        )
+    return items
+
+
+@dataclass
+class Probe:
+    """Chooses a model's path from its probe's answers, remembered or asked now."""
+
+    memory: PathMemory
+    retry: RetryPolicy
+    backend: Backend
+    ask: bool = True  # False: from memory only (the model need not be loaded)
+    asked: int = 0
+
+    def choose(self, cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> PathChoice | None:
+        """The path for the model of `cells` (probed on the suite's `scenarios`); None when an
+        answer it needs is not remembered and the probe may not ask."""
+        items = probe_cells(cells, scenarios)
+        cost = self.backend.constrained_token_cost
+        evidence = Evidence()
+        try:
+            for number, item in enumerate(items):
+                if evidence.settled(len(items) - number, cost, item.max_tokens):
+                    break
+                answer = self._answer(item, need_schema=False)
+                if answer is None:
+                    return None
+                evidence = evidence.with_free(answer.free_tokens, answer.usable)
+                if answer.usable and not evidence.schema_answers:
+                    answer = self._answer(item, need_schema=True)
+                    if answer is None or answer.schema_tokens is None:
+                        return None
+                    evidence = evidence.with_schema(answer.schema_tokens)
+        except BackendError as exc:  # the cells will meet it too: take the path that needs no retry
+            return PathChoice("schema", "probe", evidence, cost, self.asked, f"probe failed: {exc}")
+        source: Source = "probe" if self.asked else "remembered"
+        return PathChoice(evidence.decide(cost), source, evidence, cost, self.asked)
+
+    def _answer(self, item: Cell, *, need_schema: bool) -> ProbeAnswer | None:
+        key = request_key(item.model_identity, item.request(constraint="none"))
+        known = self.memory.get(key)
+        if known is not None and (known.schema_tokens is not None or not need_schema):
+            return known
+        if not self.ask:
+            return None
+        if known is None:
+            tokens, usable = self._ask(item, "none")
+            known = ProbeAnswer(tokens, usable)
+        else:
+            known = replace(known, schema_tokens=self._ask(item, "schema")[0])
+        self.memory.put(key, known)
+        return known
+
+    def _ask(self, item: Cell, constraint: Constraint) -> tuple[int, bool]:
+        """Ask one probe request (retrying transient failures): its tokens, whether usable."""
+        backend = self.backend
+        usable: Callable[[int], bool] = lambda found: found >= item.n_tips  # noqa: E731
+
+        def attempt(_: int) -> tuple[int, bool]:
+            self.asked += 1
+            answer = ask_backend(
+                backend,
+                "auto",
+                lambda c: item.request(constraint=c),
+                lambda text: len(parse_tips(text, item.n_tips).tips),
+                usable,
+                (constraint,),
+            )
+            return answer.generation.completion_tokens, usable(answer.parsed)
+
+        return call_with_retries(attempt, self.retry)[0]

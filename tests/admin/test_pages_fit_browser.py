@@ -1,0 +1,269 @@
+"""Issue 34, item 4: the pages at 1280 px and on a phone (390×844, a touch screen), in a
+real browser (Debian's Chromium through Playwright) against `tipbench serve` on loopback
+with a real MLflow store. What is checked is where things are on screen: bounding boxes
+within the viewport or the scrolling box, the order of elements, what is visible.
+Screenshots at both widths go to test-artifacts/pages/issue34-*.png.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from support.cells import record_cells
+from support.judged_runs import JudgedCell, write_cells
+from support.servers import TipbenchServer
+from tipbench.compare import STANDINGS
+from tipbench.judge import record_scores
+from tipbench.judging import judging_state, next_run
+from tipbench.tracking import Scores, TrackingStore
+
+pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from support.browser import chromium
+
+pytestmark = pytest.mark.slow
+TOKEN = "pages-fit-token-0123456789"
+SHOTS = Path(__file__).parents[2] / "test-artifacts" / "pages"
+TIMEOUT_MS = 20_000
+expect.set_options(timeout=TIMEOUT_MS)
+WIDE = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+STANDING_LABELS = [style.label for style in STANDINGS.values()]
+# Long names, as real model specs are: they make the combined tier's table wide.
+MODELS = ("llamacpp:smollm2-135m-instruct-q4_k_m", "ollama:qwen2.5:1.5b-instruct-q4_K_M")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TipbenchServer]:
+    workdir = tmp_path_factory.mktemp("pages-fit")
+    tracking = f"sqlite:///{workdir / 'mlflow.db'}"
+    MlflowClient(tracking).search_experiments()  # the store's tables, before two processes race
+    admin = TipbenchServer(
+        workdir,
+        {
+            "TIPBENCH_ADMIN_TOKEN": TOKEN,
+            "TIPBENCH_HOME": str(workdir / "home"),
+            "MLFLOW_TRACKING_URI": tracking,
+        },
+    )
+    admin.url = f"http://localhost:{admin.port}"  # a secure context: the cookie keeps Secure
+    admin.tracking_uri = tracking  # type: ignore[attr-defined]
+    with admin as started:
+        yield started  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+def open_page(browser: Browser, server: TipbenchServer, size: dict[str, int], path: str) -> Page:
+    """A fresh, logged-in page of `size`; a phone-sized one is a touch screen, as phones are."""
+    phone = size["width"] < 600
+    context = browser.new_context(
+        base_url=server.url, viewport=size, has_touch=phone, is_mobile=phone
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    page.goto(f"/login?next={path}")
+    page.get_by_label("Admin token").fill(TOKEN)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(re.escape(path) + "$"))
+    return page
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SHOTS / f"issue34-{name}.png", full_page=True)
+
+
+def box(part: Locator) -> dict[str, float]:
+    found = part.bounding_box()
+    assert found is not None, part
+    return found
+
+
+def no_page_overflow(page: Page) -> None:
+    width = page.viewport_size["width"] if page.viewport_size else 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def combined_experiment(store: TrackingStore, experiment: str) -> None:
+    """Two long-named models × two prompts on six scenarios, both tiers, one human score per
+    cell in the judging order: the combined tier has a table with every column."""
+    cells = []
+    for model in MODELS:
+        for prompt, level in (("v1", 4), ("v2-mentor", 2)):
+            for s in range(1, 7):
+                scores = {c: Scores(level, level, 3 + s % 2, 1, 0) for c in ("c1", "c2")}
+                cells.append(JudgedCell(model, prompt, f"s{s}", human=None, auto=scores))
+    experiment_id = store.experiment_id(experiment, create=True)
+    write_cells(store.client, experiment_id, cells, with_candidates=True)
+    for _ in range(4):
+        run = next_run(judging_state(store, experiment))
+        assert run is not None
+        level = 4 if run.prompt_version == "v1" else 2
+        human = {c: Scores(level, level + (c == "c1"), 4, 1, 0) for c in ("c1", "c2")}
+        record_scores(store.client, run.run_id, "human", human, "ann", 0)
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280", "390"])
+def test_the_combined_table_scrolls_with_its_standing_in_view(
+    browser: Browser, server: TipbenchServer, experiment: str, size: dict[str, int]
+) -> None:
+    """At 1280×800 the combined tier's table read "standi": now it scrolls in its box and
+    its standing column stays whole at the box's right edge, at 1280 and on a phone."""
+    store = TrackingStore(server.tracking_uri)  # type: ignore[attr-defined]
+    if store.client.get_experiment_by_name(experiment) is None:
+        combined_experiment(store, experiment)
+    page = open_page(browser, server, size, "/")
+    page.get_by_role("row", name=experiment).get_by_role("button", name="Leaderboard").click()
+    combined = page.get_by_role("region", name="Combined (human + automatic) leaderboard")
+    expect(combined.locator("tbody tr")).to_have_count(4)
+    scroller = combined.locator(".table-scroll")
+    frame = box(scroller)
+    width = size["width"]
+    cells = [combined.locator("thead th").last, *combined.locator("tbody td:last-child").all()]
+    for cell in cells:
+        cell.scroll_into_view_if_needed()
+        edge = box(cell)
+        assert (
+            frame["x"] - 0.5 <= edge["x"]
+            and edge["x"] + edge["width"] <= frame["x"] + frame["width"] + 0.5
+        )
+        assert edge["x"] + edge["width"] <= width
+        assert cell.evaluate("e => e.scrollWidth <= e.clientWidth"), cell.inner_text()
+    expect(cells[0]).to_have_text("standing")
+    standings = [c.inner_text() for c in cells[1:]]
+    assert set(standings) <= set(STANDING_LABELS), standings
+    # each mean says its scale under its heading
+    expect(combined.locator("thead th", has_text="composite")).to_contain_text("2–17")
+    expect(combined.locator("thead th", has_text="relev.")).to_contain_text("1–5")
+    expect(combined.locator("thead th", has_text="overlong")).to_contain_text("share 0–1")
+    if size is WIDE:  # the chart's labels start inside it (long ones lose their middle)
+        chart = combined.get_by_role("img", name=re.compile("Mean composite"))
+        left = box(chart)["x"]
+        labels = chart.locator("text").all()
+        assert all(box(label)["x"] >= left - 0.5 for label in labels)
+        shown = [label.evaluate("e => e.firstChild.nodeValue") for label in labels]
+        cut = [text for text in shown if "…" in text]  # the middle goes, the prompt stays
+        assert cut and all("v2-mentor" in t or "· v1" in t for t in cut), shown
+    no_page_overflow(page)
+    # scrolled to its far left, the standing is still there, whole
+    scroller.evaluate("e => { e.scrollLeft = 0; }")
+    edge = box(cells[0])
+    assert edge["x"] + edge["width"] <= frame["x"] + frame["width"] + 0.5
+    combined.scroll_into_view_if_needed()
+    shot(page, f"bench-combined-{width}")
+    page.context.close()
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280", "390"])
+def test_the_judging_page_puts_the_scenario_first_on_a_phone(
+    browser: Browser, server: TipbenchServer, experiment: str, size: dict[str, int]
+) -> None:
+    """On a phone the scenario comes before the scores (it was about 1,000 px below them)
+    and the keyboard hints are hidden on its touch screen; at 1280 the scenario sits beside
+    the candidate and the hints show."""
+    record_cells(server.tracking_uri, experiment, n_scenarios=2)  # type: ignore[attr-defined]
+    page = open_page(browser, server, size, f"/judge/{experiment}")
+    scenario = page.get_by_role("region", name=re.compile("^Scenario"))
+    candidate = page.get_by_role("region", name=re.compile("^Candidate"))
+    scores = page.locator("#score-form")
+    expect(page.locator("#persona-name")).to_have_text("Maya")
+    hints = page.locator(".key-hint")
+    touch = page.evaluate("matchMedia('(hover: none) and (pointer: coarse)').matches")
+    if size is PHONE:
+        assert touch
+        assert box(scenario)["y"] + box(scenario)["height"] <= box(scores)["y"]
+        assert box(scenario)["y"] < box(candidate)["y"]
+        assert box(scenario)["y"] < size["height"]  # on the first screen
+        assert all(not hint.is_visible() for hint in hints.all())
+        assert page.locator("kbd:visible").count() == 0
+        scores.locator(".level").first.click()  # a tap scores relevance 1 ...
+        expect(page.locator('input[name="relevance"][value="1"]')).to_be_checked()
+        page.get_by_role("button", name="Save candidate").click()  # ... the rest is missing
+        expect(page.locator("#judge-error")).to_have_text("Score actionability and tone first.")
+    else:
+        assert not touch
+        assert box(scenario)["x"] >= box(candidate)["x"] + box(candidate)["width"]
+        assert abs(box(scenario)["y"] - box(candidate)["y"]) < 2
+        expect(hints.first).to_be_visible()
+        expect(page.locator("#save kbd")).to_have_text("Enter")
+    for part in (scenario, candidate, scores, page.get_by_role("button", name="Save candidate")):
+        edge = box(part)
+        assert edge["x"] >= 0 and edge["x"] + edge["width"] <= size["width"], part
+    no_page_overflow(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, f"judge-{size['width']}")
+    page.context.close()
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280", "390"])
+def test_a_command_to_copy_never_wraps_inside_an_option(
+    browser: Browser, server: TipbenchServer, size: dict[str, int]
+) -> None:
+    """The Policies page broke `--apply` across two lines: each word of a command is now
+    laid out on one line (it may wrap between words), and copying gives the command."""
+    page = open_page(browser, server, size, "/policies")
+    command = page.locator("code.command")
+    expect(command).to_have_text("tipbench policy promote --challenger NAME --apply")
+    lines_per_word = command.evaluate(
+        """code => [...code.querySelectorAll("span")].map(word => {
+            const range = document.createRange();
+            range.selectNodeContents(word);
+            return [word.textContent, new Set([...range.getClientRects()].map(r => r.top)).size];
+        })"""
+    )
+    assert [word for word, _ in lines_per_word] == [
+        "tipbench", "policy", "promote", "--challenger", "NAME", "--apply",
+    ]  # fmt: skip
+    assert all(lines == 1 for _, lines in lines_per_word), lines_per_word
+    edge = box(command)
+    assert edge["x"] >= 0 and edge["x"] + edge["width"] <= size["width"]
+    no_page_overflow(page)
+    command.scroll_into_view_if_needed()
+    shot(page, f"policies-{size['width']}")
+    page.context.close()
+
+
+def test_every_page_has_an_icon_and_asks_for_nothing_missing(
+    browser: Browser, server: TipbenchServer, experiment: str
+) -> None:
+    """/favicon.ico was a 404 on every page: each page links the icon, which answers
+    before login too; no request of any page fails."""
+    record_cells(server.tracking_uri, experiment, n_scenarios=1)  # type: ignore[attr-defined]
+    context = browser.new_context(base_url=server.url, viewport=WIDE)
+    page = context.new_page()
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on(
+        "requestfailed",  # a request cut short by the next navigation is no failure
+        lambda r: None if "ERR_ABORTED" in (r.failure or "") else failed.append(f"{r.url}"),
+    )
+    page.goto("/login")
+    icon = page.evaluate(
+        """async () => {
+            const link = document.querySelector('link[rel="icon"]');
+            const response = await fetch(link.href, {credentials: "omit"});
+            return [new URL(link.href).pathname, response.status,
+                    response.headers.get("content-type")];
+        }"""
+    )
+    assert icon == ["/favicon.ico", 200, "image/svg+xml"]
+    page.get_by_label("Admin token").fill(TOKEN)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    for path in ("/", f"/judge/{experiment}", "/policies"):
+        page.goto(path)
+        page.wait_for_load_state("networkidle")
+        assert page.locator('link[rel="icon"]').get_attribute("href") == "/favicon.ico"
+    assert not [f for f in failed if "/api/policies" not in f], failed
+    context.close()

@@ -1,0 +1,184 @@
+"""How `--structured auto` chooses a model's path: by counted tokens, on a probe that is not
+the grid's cells, remembered so that a second collect asks nothing.
+
+The rule's figures are worked out by hand from its cost model (`collect/_path_choice.py`);
+a seeded simulation checks that, given enough evidence, it picks the path that generates
+fewer token-equivalents. The probe runs against a small scripted backend (a fake, for speed:
+the integration tests in `test_paths_reproducible.py` use the real model and server).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from tipbench.backends import (
+    Backend,
+    BackendOptions,
+    Generation,
+    GenerationRequest,
+    ModelInfo,
+    ModelSpec,
+    RetryPolicy,
+)
+from tipbench.collect import plan_grid
+from tipbench.collect._path_choice import FREE_FIRST, SCHEMA_FIRST, Evidence
+from tipbench.collect._path_memory import PathMemory
+from tipbench.collect._probe import PROBE_SEED, Probe, probe_cells
+from tipbench.suite import load_suite
+
+SCENARIOS = load_suite().scenarios
+LIST = "1. Block 25 minutes now for the chapter draft.\n2. Put the phone in another room today.\n"
+RUNAWAY = "Here is what I think about your day " * 50  # 400 words, no tip
+
+
+def evidence(free: list[tuple[int, bool]], schema: list[int]) -> Evidence:
+    found = Evidence()
+    for tokens, usable in free:
+        found = found.with_free(tokens, usable)
+    for tokens in schema:
+        found = found.with_schema(tokens)
+    return found
+
+
+def test_free_first_when_the_free_answers_cost_less_than_what_the_usable_ones_save() -> None:
+    # 3 usable answers of 80 tokens; a constrained answer of 100 tokens costs 125 free ones:
+    # 240 + 100/2 = 290 < 3 × 125 = 375
+    assert evidence([(80, True)] * 3, [100]).decide(1.25) == "free-first"
+    # 110 tokens each: 330 + 50 = 380 ≥ 375, on a server's grammar cost 380 < 435
+    assert evidence([(110, True)] * 3, [100]).decide(1.25) == "schema"
+    assert evidence([(110, True)] * 3, [100]).decide(1.45) == "free-first"
+    # one failed answer among them: its 40 tokens are wasted and it saves nothing
+    assert evidence([(80, True)] * 2 + [(40, False)], [100]).decide(1.25) == "schema"
+
+
+def test_no_usable_free_answer_means_schema_and_usable_ones_need_a_constrained_answer() -> None:
+    assert evidence([(12, False)] * 3, []).decide(1.45) == "schema"
+    with pytest.raises(ValueError, match="constrained"):
+        evidence([(80, True)], []).decide(1.25)
+
+
+def test_the_probe_is_settled_once_no_remaining_answer_could_tip_it() -> None:
+    # a usable answer of 368 tokens against constrained ones of 82: even two more usable
+    # answers of no tokens save 3 × 1.25 × 82 − 41 = 266.5 < 368
+    assert evidence([(368, True)], [82]).settled(2, 1.25, 368)
+    # one failed answer of 82 tokens: two more could still save (before any constrained
+    # answer, its length is bounded by the token budget)
+    assert not evidence([(82, False)], []).settled(2, 1.25, 368)
+    assert evidence([(300, False), (250, False)], []).settled(1, 1.25, 368)
+
+
+def test_with_enough_evidence_the_rule_picks_the_path_that_costs_fewer_tokens() -> None:
+    """A seeded simulation: cells whose free answers parse with probability p, free answers of
+    f ~ U(40, 160) tokens, constrained ones of s ~ U(60, 140); a constrained token costs w.
+    Over 4,000 cells the rule, fed their counts, picks the path whose summed cost is lower."""
+    rng = random.Random(36)
+    for p in (0.2, 0.5, 0.8, 0.95):
+        for w in (1.25, 1.45):
+            cells = [
+                (rng.uniform(40, 160), rng.random() < p, rng.uniform(60, 140)) for _ in range(4000)
+            ]
+            schema_path = sum(w * s for _, _, s in cells)
+            free_first = sum(f + (0 if ok else w * s) for f, ok, s in cells)
+            found = evidence([(round(f), ok) for f, ok, _ in cells], [round(s) for *_, s in cells])
+            assert found.decide(w) == ("free-first" if free_first < schema_path else "schema")
+
+
+def grid(prompts: str, n_scenarios: int) -> list:
+    suite = load_suite()
+    return plan_grid(
+        [(ModelSpec.parse("llamacpp:smollm2-135m"), "identity")],
+        [suite.prompt(v) for v in prompts.split(",")],
+        suite.select_scenarios(n_scenarios),
+        n_tips=2,
+        temperature=0.7,
+        seed=42,
+        max_tokens=176,
+        suite=suite.label,
+    )
+
+
+def test_the_probe_asks_each_prompt_on_its_own_seeds_whatever_the_grid_size() -> None:
+    small, full = (
+        probe_cells(grid("v1,v2-mentor,v3-few-shot", 3), SCENARIOS),
+        probe_cells(grid("v1,v2-mentor,v3-few-shot", 8), SCENARIOS),
+    )
+    assert [c.request() for c in small] == [c.request() for c in full]  # 9 or 24 cells
+    assert [c.prompt.version for c in small] == ["v1", "v2-mentor", "v3-few-shot"]
+    assert {c.seed for c in small} == {PROBE_SEED}
+    one = probe_cells(grid("v1", 1), SCENARIOS)  # one scenario in the grid, three probed
+    assert [(c.scenario.id, c.seed) for c in one] == [
+        (s.id, PROBE_SEED + i) for i, s in enumerate(load_suite().select_scenarios(3))
+    ]
+    cells = {c.request() for c in grid("v1,v2-mentor,v3-few-shot", 8)}
+    assert not cells & {c.request() for c in small + one}  # not the grid's cells
+
+
+class Scripted(Backend):
+    """Answers each prompt version with a fixed text: free answers from `free`, constrained
+    ones a JSON list of 20 tokens. Counts its requests."""
+
+    constrained_token_cost = 1.25
+
+    def __init__(self, free: dict[str, str]) -> None:
+        super().__init__(ModelSpec.parse("llamacpp:smollm2-135m"), BackendOptions())
+        self.free = free
+        self.requests: list[GenerationRequest] = []
+
+    def describe(self) -> ModelInfo:
+        return ModelInfo(135_000_000, "identity")
+
+    def load(self) -> None: ...
+
+    def unload(self) -> None: ...
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        self.requests.append(request)
+        if request.json_schema is not None:
+            tips = '{"tips": ["Block 25 minutes now for the draft.", "Put the phone away today."]}'
+            return Generation(tips, 10, 20, True)
+        text = self.free[request.messages[-1][1]]
+        return Generation(text, 10, len(text.split()), False)
+
+
+def scripted(cells: list, answers: list[str]) -> Scripted:
+    items = probe_cells(cells, SCENARIOS)
+    return Scripted(
+        {item.request().messages[-1][1]: text for item, text in zip(items, answers, strict=True)}
+    )
+
+
+def test_a_model_whose_first_free_answer_runs_on_is_settled_by_one_or_two_requests(
+    tmp_path: Path,
+) -> None:
+    cells = grid("v1,v2-mentor,v3-few-shot", 3)
+    backend = scripted(cells, [RUNAWAY, LIST, LIST])
+    with_memory = PathMemory(tmp_path / "paths.sqlite")
+    choice = Probe(with_memory, RetryPolicy(), backend).choose(cells, SCENARIOS)
+    assert choice is not None and choice.path == "schema" and choice.constraints == SCHEMA_FIRST
+    assert len(backend.requests) == 1 == choice.asked  # 400 ≥ (0 + 2) × 1.25 × 176 − 176 / 2
+
+
+def test_a_second_collect_chooses_from_memory_asking_nothing(tmp_path: Path) -> None:
+    cells = grid("v1,v2-mentor,v3-few-shot", 3)
+    backend = scripted(cells, [LIST, LIST, LIST])  # 19 words, usable, against 20 tokens ×1.25
+    memory = PathMemory(tmp_path / "paths.sqlite")
+    first = Probe(memory, RetryPolicy(), backend).choose(cells, SCENARIOS)
+    assert first is not None and first.path == "free-first" and first.constraints == FREE_FIRST
+    assert first.asked == len(backend.requests) == 4  # three free answers, one constrained
+    assert all(r.seed == PROBE_SEED for r in backend.requests)
+
+    again = scripted(cells, [LIST, LIST, LIST])
+    later = Probe(memory, RetryPolicy(), again, ask=False).choose(
+        grid("v1,v2-mentor,v3-few-shot", 8), SCENARIOS
+    )
+    assert later is not None and (later.path, later.source, later.asked) == (
+        "free-first",
+        "remembered",
+        0,
+    )
+    assert later.evidence == first.evidence and not again.requests
+    # another prompt set is another probe: from memory alone it cannot be known
+    assert Probe(memory, RetryPolicy(), again, ask=False).choose(grid("v1", 3), SCENARIOS) is None
