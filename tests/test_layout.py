@@ -2,9 +2,8 @@
 faces, its one-way arrows between packages and its small modules (issue 33, item 4).
 
 The map of which package may import which is the table of docs/development.md (one home:
-the page a reader sees is the rule the test applies). What the policy loop still breaks is
-listed below as allow-lists that only shrink: phase 2 of issue 33 empties them, and an entry
-whose exception is gone fails until it is removed.
+the page a reader sees is the rule the test applies). There are no exceptions: phase 2 of
+issue 33 emptied the allow-lists the policy loop needed.
 """
 
 from __future__ import annotations
@@ -31,19 +30,6 @@ SRC = REPO / "src"
 DEVELOPMENT = REPO / "docs" / "development.md"
 MAX_LINES = 400
 """No module of the source passes this many lines (the house style's limit)."""
-
-OVER_LIMIT: dict[str, int] = {}
-"""Modules still over `MAX_LINES` (issue 33, phase 2): their lines today, at most."""
-
-CIRCLES: list[list[str]] = []
-"""Modules of one package still importing one another in a circle (phase 2)."""
-
-PRIVATE_IMPORTS: set[tuple[str, str]] = set()
-"""(importer, private module of another package) pairs of the policy loop (phase 2)."""
-
-ARROWS_UP = {("policy_gate", "compare"), ("simulate", "compare")}
-"""Imports the map does not allow yet: the policy loop reads its statistics through
-`compare` until it imports `stats` (phase 2)."""
 
 MODULES = modules_under(SRC)
 """The product's modules (the dev-only helpers of `tipbench_dev`, beside it, are not)."""
@@ -82,7 +68,6 @@ def test_every_arrow_between_packages_is_on_the_map() -> None:
     """A package imports only those of its row; the shared private modules at the top of
     tipbench (`_errors`, `_words`, …) are everyone's but `stats`'s."""
     table, packages = _may_import(), _packages()
-    found: set[tuple[str, str]] = set()
     wrong: list[str] = []
     for imported in IMPORTS:
         source, target = package_of(imported.importer), package_of(imported.target)
@@ -90,11 +75,8 @@ def test_every_arrow_between_packages_is_on_the_map() -> None:
             continue
         shared = target not in packages and source != "stats"
         if not shared and target not in table[source]:
-            found.add((source, target))
-            if (source, target) not in ARROWS_UP:
-                wrong.append(imported.where)
+            wrong.append(imported.where)
     assert wrong == []
-    assert found >= ARROWS_UP, "an allowed exception is gone: remove it from ARROWS_UP"
 
 
 def test_no_circle_between_packages() -> None:
@@ -121,8 +103,7 @@ def _private_module(imported: Import) -> bool:
 
 def test_no_module_imports_another_packages_private_module() -> None:
     found = {(i.importer, module_of(i.target, MODULES)) for i in IMPORTS if _private_module(i)}
-    assert sorted(found - PRIVATE_IMPORTS) == []
-    assert sorted(PRIVATE_IMPORTS - found) == [], "fixed: remove them from PRIVATE_IMPORTS"
+    assert sorted(found) == []
 
 
 def test_no_circle_between_the_modules_of_a_package() -> None:
@@ -135,7 +116,7 @@ def test_no_circle_between_the_modules_of_a_package() -> None:
             edges[imported.importer].add(target)
     inits = {m for m in MODULES if is_package_init(m, MODULES)}
     nodes = sorted(set(MODULES) - inits)
-    assert cycles(nodes, {m: e - inits for m, e in edges.items()}) == CIRCLES
+    assert cycles(nodes, {m: e - inits for m, e in edges.items()}) == []
 
 
 @pytest.mark.parametrize("root", ["tipbench", "tipbench_dev"])
@@ -144,10 +125,7 @@ def test_no_module_passes_the_line_limit(root: str) -> None:
         ".".join(path.relative_to(SRC).with_suffix("").parts): len(path.read_text().splitlines())
         for path in sorted((SRC / root).rglob("*.py"))
     }
-    over = {module: lines for module, lines in sizes.items() if lines > MAX_LINES}
-    allowed = {m: n for m, n in OVER_LIMIT.items() if m.split(".")[0] == root}
-    assert {m: n for m, n in over.items() if n > allowed.get(m, MAX_LINES)} == {}
-    assert set(allowed) <= set(over), "under the limit now: remove it from OVER_LIMIT"
+    assert {module: lines for module, lines in sizes.items() if lines > MAX_LINES} == {}
 
 
 def test_stats_imports_nothing_of_tipbench_nor_mlflow() -> None:

@@ -15,6 +15,7 @@ from tipbench.stats import (
     STEP_VARIANCE,
     Estimate,
     json_number,
+    json_numbers,
     mean_interval,
     resolution_variance,
 )
@@ -91,3 +92,29 @@ def test_the_floor_of_a_sum_of_integer_scores() -> None:
     assert resolution_variance(3) == pytest.approx(0.25)
     with pytest.raises(ValueError, match="at least one"):
         resolution_variance(0)
+
+
+def test_a_document_of_figures_goes_to_strict_json() -> None:
+    """`json_numbers` (a promotion's evidence, nested dicts and lists) leaves no NaN or
+    infinity for a strict parser to refuse."""
+    document = {"margin": 0.005, "vs_live": {"ci_low": -math.inf, "p": math.nan}, "seeds": (1, 2)}
+    text = json.dumps(json_numbers(document), allow_nan=False)
+    assert json.loads(text) == {
+        "margin": 0.005,
+        "vs_live": {"ci_low": None, "p": None},
+        "seeds": [1, 2],
+    }
+
+
+def test_an_estimate_prints_and_reads_back_the_same_in_both_loops() -> None:
+    """One text for an estimate with its interval, and a simulation report written before
+    issue 33 (`mean`, no method) still reads back."""
+    estimate = Estimate.normal(0.412, 0.01, n=100)
+    assert estimate.text() == "0.4120 [0.3924, 0.4316]"
+    assert Estimate(0.0114, 0.0052, 0.0176, "bootstrap").text(signed=True) == (
+        "+0.0114 [+0.0052, +0.0176]"
+    )
+    assert Estimate.from_dict(estimate.to_dict()) == estimate
+    old = Estimate.from_dict({"mean": 0.5, "low": 0.4, "high": None, "n": 8})
+    assert (old.value, old.low, old.n, old.method) == (0.5, 0.4, 8, "bootstrap")
+    assert math.isnan(old.high)

@@ -5,8 +5,10 @@ Neutral ground: nothing here knows a leaderboard, a policy, MLflow or the rest o
 the bench loop (`compare`, `judging`, `promote`) and the policy loop read their figures from
 here. What lives where:
 
-- `ALPHA`, `CONFIDENCE`, `Estimate`, `json_number` (`_estimate`): the levels, the one
-  estimate-with-interval type, NaN- and infinity-safe numbers for JSON;
+- `ALPHA`, `CONFIDENCE`, `Z`, `Estimate`, `json_number`, `json_numbers` (`_estimate`): the
+  levels, the one estimate-with-interval type (and its text), NaN- and infinity-safe numbers
+  for JSON;
+- `Condition`, `all_passed` (`_gate`): the shape of both promotion gates;
 - `mean_interval`, `paired_comparison`, `verdict` (`_sign_flip`): exact sign-flip intervals
   and tests on few values, the percentile bootstrap on more (Hartigan, 1969);
 - `Judged`, `Sample`, `estimate` (`_ppi`, `_moments`): prediction-powered means of many
@@ -31,8 +33,17 @@ from tipbench.stats._confseq import (
     sequences,
     small_sample_factor,
 )
-from tipbench.stats._estimate import ALPHA, CONFIDENCE, Estimate, IntervalMethod, json_number
+from tipbench.stats._estimate import (
+    ALPHA,
+    CONFIDENCE,
+    Estimate,
+    IntervalMethod,
+    Z,
+    json_number,
+    json_numbers,
+)
 from tipbench.stats._floor import STEP_VARIANCE, resolution_variance
+from tipbench.stats._gate import Condition, all_passed
 from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._paired import Difference, differences, half_width, t_p_value, t_quantile
 from tipbench.stats._ppi import Estimates, estimate
@@ -56,6 +67,7 @@ __all__ = [
     "EXACT_MAX_PAIRS",
     "MIN_DF",
     "STEP_VARIANCE",
+    "Condition",
     "Difference",
     "Estimate",
     "Estimates",
@@ -66,6 +78,8 @@ __all__ = [
     "Sample",
     "Sequences",
     "Verdict",
+    "Z",
+    "all_passed",
     "bootstrap_mean_ci",
     "cell_scenarios",
     "decide_leader",
@@ -73,6 +87,7 @@ __all__ = [
     "estimate",
     "half_width",
     "json_number",
+    "json_numbers",
     "mean_interval",
     "min_attainable_p",
     "normal_mixture_bound",

@@ -12,16 +12,19 @@ infinite as JSON can hold it: None.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["ALPHA", "CONFIDENCE", "Estimate", "IntervalMethod", "json_number"]
+__all__ = ["ALPHA", "CONFIDENCE", "Estimate", "IntervalMethod", "Z", "json_number", "json_numbers"]
 
 ALPHA = 0.05
 """The significance level of every test, comparison, confidence sequence and gate."""
 CONFIDENCE = 1.0 - ALPHA
 """The confidence level of every interval (0.95)."""
+Z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2.0)
+"""The normal quantile of a two-sided `CONFIDENCE` interval (1.96): ``value ± Z · se``."""
 
 IntervalMethod = Literal["sign-flip", "bootstrap", "none", "ppi", "normal"]
 """How an interval was made: exact (inverting the sign-flip test, `mean_interval` on few
@@ -38,6 +41,18 @@ def json_number(value: float | None) -> float | None:
         return value
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def json_numbers(document: Any) -> Any:
+    """`json_number` on every float of a document of dicts, lists and tuples (tuples become
+    lists); everything else passes unchanged."""
+    if isinstance(document, float):
+        return json_number(document)
+    if isinstance(document, Mapping):
+        return {key: json_numbers(value) for key, value in document.items()}
+    if isinstance(document, list | tuple):
+        return [json_numbers(value) for value in document]
+    return document
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,35 @@ class Estimate:
         z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
         half = z * se if math.isfinite(se) else math.nan
         return cls(value, value - half, value + half, "normal", se, n, confidence)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Estimate:
+        """Read back `to_dict`'s values (None as NaN). The point estimate is `value`, or
+        `mean` in a simulation report written before issue 33 (its estimates had `mean`,
+        `low`, `high` and `n`, their intervals the bootstrap's)."""
+
+        def number(key: str) -> float:
+            found = data.get(key)
+            return math.nan if found is None else float(found)
+
+        value = number("value") if "value" in data else number("mean")
+        method: IntervalMethod = data.get("method") or "bootstrap"
+        confidence = data.get("confidence")
+        return cls(
+            value,
+            number("low"),
+            number("high"),
+            method,
+            number("se"),
+            int(data.get("n") or 0),
+            CONFIDENCE if confidence is None else float(confidence),
+        )
+
+    def text(self, digits: int = 4, *, signed: bool = False) -> str:
+        """`0.4120 [0.4011, 0.4229]` (with `signed`, `+0.0114 [+0.0052, +0.0176]`): the one
+        way both loops print an estimate with its interval."""
+        spec = f"{'+' if signed else ''}.{digits}f"
+        return f"{self.value:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
 
     @property
     def has_interval(self) -> bool:
