@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import GenerationRequest
 from tipbench.collect import AnswerDone, Cell, parse_tips
 from tipbench.tracking import KIND_COLLECTION, KIND_TAG
+from tipbench_dev.servers import LlamaCppServer
 
 
 def wire(name: str, request: GenerationRequest) -> dict[str, Any]:

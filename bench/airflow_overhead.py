@@ -38,10 +38,10 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from _report import best_ratio, median_ratio
-from tipbench._dev.airflow import AirflowHome, AirflowStandalone
 from tipbench.collect._cache import CACHE_FILE
 from tipbench.orchestration import AirflowClient, AirflowError, AirflowSettings
 from tipbench.tracking import CELL_RUNS
+from tipbench_dev.airflow import AirflowHome, AirflowStandalone
 
 TARGET = 1.3  # dag.test() over tipbench run
 SCHEDULER_TARGET = 1.15  # the real scheduler, queued to end, over tipbench run

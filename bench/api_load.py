@@ -22,10 +22,10 @@ from pathlib import Path
 import httpx
 
 from _report import percentile
-from tipbench._dev.judged_runs import JudgedCell, uniform, write_cells
-from tipbench._dev.servers import TipbenchServer
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore
+from tipbench_dev.judged_runs import JudgedCell, uniform, write_cells
+from tipbench_dev.servers import TipbenchServer
 
 TOKEN = "bench-admin-token-0123456789"
 EXPERIMENT = "tip-bench-load"

@@ -89,12 +89,12 @@ from _arms import (
 )
 from _cpu import CpuMeter, Timed, run_timed
 from _report import ArmResult, best_ratio, median_ratio, print_arms, spread
-from tipbench._dev.servers import MlflowServer
 from tipbench.backends import BackendOptions, open_backend
 from tipbench.backends._llamacpp import LlamaCppBackend, plain_cpu_buffers
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid
 from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS
+from tipbench_dev.servers import MlflowServer
 
 TARGET = 1.10
 #: The README's grid (`--readme-grid`): the default prompts on the first 3 scenarios.

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tipbench._dev.judged_runs import JudgedCell, write_cells
 from tipbench.tracking import Scores, TrackingStore
+from tipbench_dev.judged_runs import JudgedCell, write_cells
 
 Kind = Literal["judged", "pending"]
 GENERATOR_VERSION = 1  # bump when the generated data changes

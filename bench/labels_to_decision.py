@@ -8,17 +8,17 @@ Simulated experiments have the bundled suite's shape on the documented Ollama gr
 Their true mean composites put a leader 3 points ahead of the second cell and the rest
 further behind (`--means`, composites); each run's human score is three integer 1–5
 criteria with a ceiling around a latent quality (scenario effect, the cell's reaction,
-heteroscedastic run noise; `tipbench._dev.ppi_sim`). The automatic judge is biased for
+heteroscedastic run noise; `tipbench_dev.ppi_sim`). The automatic judge is biased for
 one model's cells, contrary inside the leading cell, generous at the ceiling, or useless.
 
 Each experiment is judged one run at a time through the product's judging loop
-(`compare._loop`: the page's next run, then the gate's standing after every label); the
+(`judging`: the page's next run, then the gate's standing after every label); the
 count stops when the leader is decided (every other cell's confidence sequence below it,
 every cell's human scores on 6+ scenarios), or when every run is judged. Three ways:
 
   (h) uniform order, the human scores alone (λ = 0: the human tier's information);
   (u) uniform order, combined with the judge's scores (PPI++);
-  (a) active order (`compare._active`), combined.
+  (a) active order (`judging.next_cells`), combined.
 
 It prints, per judge, the share of experiments decided, the share that named a wrong
 leader (the budget is α = 5% whatever the order), the median and mean human judgements to
@@ -42,7 +42,7 @@ import sys
 
 import numpy as np
 
-from tipbench._dev.ppi_sim import JUDGES, Race, World, race, simulate
+from tipbench_dev.ppi_sim import JUDGES, Race, World, race, simulate
 
 GRID = (13.0, 10.0, 9.0, 8.5, 8.0, 7.5, 7.0, 6.5, 6.0, 6.0, 5.5, 5.0)
 WAYS = (("h", "uniform", False), ("u", "uniform", True), ("a", "active", True))

@@ -56,9 +56,9 @@ from typing import Any
 from _arms import full_cells, pin_server, prepared_home, served
 from _report import ArmResult, spread
 from structured_server import _SCRUB, bare, collect_arm, plan, remembering, write
-from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends._llamacpp import resolve_model_path
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig
+from tipbench_dev.servers import LlamaCppServer
 
 TOOLS = ("bare", "tipbench", "tipbench:off", "promptfoo", "inspect")
 HERE = Path(__file__).resolve().parent

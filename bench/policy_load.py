@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 
 from _report import percentile
-from tipbench._dev.servers import POLICY_TOKEN, PolicyServer
+from tipbench_dev.servers import POLICY_TOKEN, PolicyServer
 
 TARGET_P99_RATIO = 2.0
 MAX_ERROR_SHARE = 0.01

@@ -34,8 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from tipbench._dev.postgres import PostgresCluster
-from tipbench._dev.servers import PolicyServer
 from tipbench.policies import (
     Moment,
     PolicyConfig,
@@ -52,6 +50,8 @@ from tipbench.policy_service import (
     export_log,
     open_store,
 )
+from tipbench_dev.postgres import PostgresCluster
+from tipbench_dev.servers import PolicyServer
 
 LINEARITY_TARGET = 1.3
 STATS_TARGET_MS = 10.0

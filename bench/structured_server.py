@@ -64,12 +64,12 @@ from _arms import (
     tipbench_command,
 )
 from _report import ARM_LABELS, ArmResult, print_arms
-from tipbench._dev.servers import LlamaCppServer
 from tipbench.backends import ModelSpec
 from tipbench.backends._llamacpp import resolve_model_path
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid
 from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS
+from tipbench_dev.servers import LlamaCppServer
 
 MODEL = "openai:smollm2@135M"
 _SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")

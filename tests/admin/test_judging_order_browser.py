@@ -13,8 +13,8 @@ from mlflow import MlflowClient
 
 from support.servers import TipbenchServer
 from support.stop_experiment import human_scores, write_stop_experiment
-from tipbench.compare import judging_state, next_run
 from tipbench.judge import record_scores
+from tipbench.judging import judging_state, next_run
 from tipbench.tracking import TrackingStore
 
 pytest.importorskip("playwright.sync_api")

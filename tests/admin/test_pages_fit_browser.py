@@ -17,8 +17,9 @@ from mlflow import MlflowClient
 from support.cells import record_cells
 from support.judged_runs import JudgedCell, write_cells
 from support.servers import TipbenchServer
-from tipbench.compare import STANDINGS, judging_state, next_run
+from tipbench.compare import STANDINGS
 from tipbench.judge import record_scores
+from tipbench.judging import judging_state, next_run
 from tipbench.tracking import Scores, TrackingStore
 
 pytest.importorskip("playwright.sync_api")

@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from support.judged_runs import JudgedCell, uniform, write_cells
 from tipbench.cli import cli
-from tipbench.compare import current_order, ensure_order, leaderboards_for
+from tipbench.compare import leaderboard_document, leaderboards_for
 from tipbench.judge import record_scores
+from tipbench.judging import current_order, ensure_order
 from tipbench.tracking import TrackingStore
 
 MODEL = "ollama:m"
@@ -125,7 +126,7 @@ def test_a_run_scored_out_of_turn_waits(store: TrackingStore, experiment: str) -
     (board,) = leaderboards_for(store, experiment, ("combined",))
     assert board.judging is not None and board.judging.unused == 1
     assert board.row(MODEL, "v3").combined.n_human == 2  # type: ignore[union-attr]
-    assert any("not used yet" in note for note in board.to_dict()["notes"])
+    assert any("not used yet" in note for note in leaderboard_document(board)["notes"])
 
 
 def test_without_an_order_the_sampling_is_unknown(store: TrackingStore, experiment: str) -> None:

@@ -22,7 +22,7 @@ from support.judged_experiment import ALPHA, BETA, GAMMA, JudgedExperiment, make
 from support.judged_runs import AUTO_JUDGE, JudgedCell, write_cells
 from support.servers import MlflowServer
 from tipbench.cli import cli
-from tipbench.compare import KIND_LEADERBOARD, STANDINGS, leaderboards_for
+from tipbench.compare import KIND_LEADERBOARD, STANDINGS, leaderboard_document, leaderboards_for
 from tipbench.tracking import KIND_TAG, TrackingStore
 
 
@@ -52,10 +52,10 @@ def leaderboard_runs(uri: str, experiment_id: str) -> list[Run]:
 def test_json_is_the_library_leaderboard(judged: JudgedExperiment) -> None:
     human, auto = leaderboards_for(judged.store, judged.name)
     one = json.loads(compare(judged, "--tier", "human", "--format", "json", "--no-log").stdout)
-    assert without_time(one) == without_time(human.to_dict())
+    assert without_time(one) == without_time(leaderboard_document(human))
     both = json.loads(compare(judged, "--format", "json", "--no-log").stdout)
     assert set(both) == {"human", "auto"}
-    assert without_time(both["auto"]) == without_time(auto.to_dict())
+    assert without_time(both["auto"]) == without_time(leaderboard_document(auto))
 
 
 def test_csv_has_a_line_per_row_of_each_tier(judged: JudgedExperiment) -> None:

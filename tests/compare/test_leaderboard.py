@@ -14,12 +14,12 @@ from tipbench._errors import TrackingError
 from tipbench.compare import (
     Leaderboard,
     build_leaderboard,
+    leaderboard_document,
     leaderboard_for,
     leaderboard_warnings,
     leaderboards_for,
-    mean_interval,
-    paired_comparison,
 )
+from tipbench.stats import mean_interval, paired_comparison
 from tipbench.tracking import CellRun, TrackingStore
 
 
@@ -88,7 +88,7 @@ def test_interval_is_over_scenario_values(judged: JudgedExperiment) -> None:
     for row in human.rows:
         values = list(HUMAN[(row.model, row.prompt_version)].values())
         expected = mean_interval(values)
-        assert (row.composite, row.ci_method) == (pytest.approx(expected.mean), expected.method)
+        assert (row.composite, row.ci_method) == (pytest.approx(expected.value), expected.method)
         assert row.ci_method == "sign-flip" or row.n_scenarios < 6
     alpha = human.row(ALPHA, "v1")  # six values: the exact interval is their range
     assert (alpha.ci_low, alpha.ci_high, alpha.ci_method) == (13.0, 15.0, "sign-flip")
@@ -177,9 +177,12 @@ def test_build_leaderboard_is_a_pure_function_of_the_runs(judged: JudgedExperime
         build_leaderboard(runs, "human", min_scenarios=0)
 
 
-def test_to_dict_is_plain_json(judged: JudgedExperiment) -> None:
+def test_the_document_is_plain_json_with_the_notes_after_the_rows(
+    judged: JudgedExperiment,
+) -> None:
     human = board(judged)
-    document = json.loads(json.dumps(human.to_dict(), allow_nan=False))
+    document = json.loads(json.dumps(leaderboard_document(human), allow_nan=False))
+    assert list(document)[list(document).index("rows") + 1] == "notes"
     assert document["experiment"] == judged.name and document["tier"] == "human"
     assert document["leader"] == {"model": ALPHA, "prompt_version": "v1"}
     assert [row["rank"] for row in document["rows"]] == [1, 1, 3, None]

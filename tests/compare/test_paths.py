@@ -5,7 +5,7 @@ real MLflow store."""
 from __future__ import annotations
 
 from support.judged_runs import JudgedCell, uniform, write_cells
-from tipbench.compare import leaderboard_for, leaderboard_view, render
+from tipbench.compare import leaderboard_document, leaderboard_for, leaderboard_view, render
 from tipbench.tracking import TrackingStore
 
 MODEL = "llamacpp:smollm2-135m"
@@ -30,10 +30,10 @@ def test_a_leaderboard_names_each_models_path(sqlite_uri: str) -> None:
     store = judged_experiment(sqlite_uri, ["schema"] * 6)
     board = leaderboard_for(store, "paths", "auto")
     note = f"Generation paths (collect --structured): {MODEL}: schema (6 cells)."
-    assert note in board.to_dict()["notes"]
+    assert note in leaderboard_document(board)["notes"]
     assert board.to_dict()["paths"] == [{"model": MODEL, "cells": {"schema": 6}, "mixed": False}]
     assert note in render([board], "md") and note in leaderboard_view(board).notes  # the panel
-    assert not any("different generation paths" in n for n in board.to_dict()["notes"])
+    assert not any("different generation paths" in n for n in leaderboard_document(board)["notes"])
 
 
 def test_one_models_cells_from_different_paths_are_flagged(sqlite_uri: str) -> None:
@@ -42,7 +42,7 @@ def test_one_models_cells_from_different_paths_are_flagged(sqlite_uri: str) -> N
         sqlite_uri, ["free", "free+schema", "schema", "schema"] + ["schema"] * 2
     )
     board = leaderboard_for(store, "paths", "auto")
-    notes = board.to_dict()["notes"]
+    notes = leaderboard_document(board)["notes"]
     shares = "schema 4 cells, free first, schema retry 2 cells"
     assert f"Generation paths (collect --structured): {MODEL}: MIXED ({shares})." in notes
     (warning,) = [n for n in notes if "different generation paths" in n]

@@ -1,4 +1,4 @@
-"""The winner's curse, simulated (`tipbench._dev.winners_curse`, driving the product's split,
+"""The winner's curse, simulated (`tipbench_dev.winners_curse`, driving the product's split,
 shortlist, leaderboards and gate): in a world where no proposal beats the start, the
 shortlist's best training mean overstates its held-out mean by the amount docs/optimize.md
 reports, believing the training scores promotes most of the time, and the gate on the
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from scipy.stats import beta
 
-from tipbench._dev.winners_curse import CurseWorld, simulate_curse
 from tipbench.compare import ALPHA
+from tipbench_dev.winners_curse import CurseWorld, simulate_curse
 
 DOCS = Path(__file__).parents[2] / "docs" / "optimize.md"
 TRIALS, SEED = 400, 0

@@ -1,6 +1,6 @@
 """tipbench's DAGs on several machines as docs/airflow-celery.md sets them up: Airflow's
 CeleryExecutor with two workers that share nothing but the network
-(`tipbench._dev.airflow_celery`), a real PostgreSQL as Airflow's metadata database (psycopg 3
+(`tipbench_dev.airflow_celery`), a real PostgreSQL as Airflow's metadata database (psycopg 3
 for the sync and the async URL), Debian's `redis-server` as the broker, and a real `mlflow
 server` with proxied artifacts as the one store. The API server generates the admin's
 password; the tests log in with it copied alone into a file, as another machine would
@@ -32,7 +32,6 @@ from support.postgres import PostgresCluster
 from support.promotable import MODEL as PROMOTED_MODEL
 from support.promotable import make_promotable_experiment
 from support.servers import MlflowServer
-from tipbench._dev.airflow_celery import CeleryDeployment
 from tipbench.orchestration import (
     AirflowClient,
     AirflowSettings,
@@ -40,6 +39,7 @@ from tipbench.orchestration import (
 )
 from tipbench.promote import production_prompt
 from tipbench.tracking import CELL_RUNS, TrackingStore
+from tipbench_dev.airflow_celery import CeleryDeployment
 
 pytestmark = pytest.mark.slow
 

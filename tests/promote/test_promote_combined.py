@@ -9,8 +9,8 @@ from mlflow import MlflowClient
 
 from support.cli import tipbench
 from support.judged_runs import JudgedCell, scores, write_cells
-from tipbench.compare import ensure_order
 from tipbench.judge import record_scores
+from tipbench.judging import ensure_order
 from tipbench.promote import promote_prompt
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore
@@ -33,10 +33,12 @@ def _scores(composite: int, judge: bool = False) -> dict[str, object]:
     return scores((r, a, t, 1, 0), (r, a, t, 1, 0))
 
 
-def _experiment(uri: str, experiment: str, human_before_order: bool = False) -> None:
+def _experiment(
+    uri: str, experiment: str, human_before_order: bool = False, human_runs: int = 6
+) -> None:
     """Both prompts on the 8 scenarios, the judge on every run; the human on 6 runs per
-    cell (the scenarios a paired test needs), in the experiment's judging order (or before
-    any, with `human_before_order`)."""
+    cell (the scenarios a paired test needs; `human_runs` in v1), in the experiment's judging
+    order (or before any, with `human_before_order`)."""
     store = TrackingStore(uri)
     experiment_id = store.experiment_id(experiment, create=True)
     cells = [
@@ -54,7 +56,7 @@ def _experiment(uri: str, experiment: str, human_before_order: bool = False) -> 
         mine = [r for r in runs if r.prompt_version == prompt]
         if order is not None:
             mine.sort(key=lambda r: order.clock(r.run_id))
-        for run in mine[:6]:
+        for run in mine[: human_runs if prompt == "v1" else 6]:
             value = HUMAN[prompt][SCENARIOS.index(run.scenario_id)]
             record_scores(store.client, run.run_id, "human", _scores(value), "ann", 0)  # type: ignore[arg-type]
 
@@ -120,3 +122,23 @@ def test_human_scores_of_unknown_sampling_leave_it_to_both_tiers(
         "judging page starts one)"
     )
     assert "[ ] judge calibrated" in out
+
+
+def _no_constants(name: str) -> float:
+    raise AssertionError(f"{name} is not JSON")
+
+
+def test_a_gain_without_a_sequence_yet_is_null_in_the_evidence(
+    sqlite_uri: str, experiment: str
+) -> None:
+    """Production's cell has human scores on 3 scenarios: its comparison with the candidate
+    has no confidence sequence yet. The JSON says null there (it said -Infinity and
+    Infinity, which a strict parser refuses: issue 33)."""
+    _experiment(sqlite_uri, experiment, human_runs=3)
+    promote_prompt(MlflowClient(sqlite_uri), "tipbench-tips", load_suite().prompt("v1"), {})
+    _, out = _promote(sqlite_uri, experiment, "--format", "json")
+    document = json.loads(out, parse_constant=_no_constants)
+    assert document["decided_by"]["tier"] == "combined", document["decided_by"]
+    gain = document["evidence"]["vs_production"]["combined"]
+    assert (gain["cs_low"], gain["cs_high"]) == (None, None)
+    assert gain["n_pairs"] == 3 and gain["diff"] > 0

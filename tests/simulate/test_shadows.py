@@ -24,7 +24,7 @@ def test_unweighted_shadow_learning_is_the_rule_and_wins() -> None:
     # its true value exceeds the live policy's in the same worlds (paired by seed)
     beats = plain.vs_live["egreedy-v2"]
     assert beats.n_pairs == 20 and beats.ci_low > 0 and beats.p_value < 0.05
-    assert plain.values["egreedy-v2"].mean == pytest.approx(plain.live.mean + beats.mean_diff)
+    assert plain.values["egreedy-v2"].value == pytest.approx(plain.live.value + beats.mean_diff)
     assert plain.live == weighted.live  # the rule changes what shadows learn, not the live policy
 
 

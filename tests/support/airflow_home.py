@@ -1,6 +1,6 @@
 """A real Airflow for tests: `AirflowHome` and `AirflowStandalone` (the whole of Airflow,
 `airflow standalone`, on a loopback port), shared with the benchmarks in
-`tipbench._dev.airflow`; and the waits the real-Airflow tests share."""
+`tipbench_dev.airflow`; and the waits the real-Airflow tests share."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from tipbench._dev.airflow import AirflowHome, AirflowStandalone, DagTestRun, task_process
 from tipbench.orchestration import AirflowClient, AirflowError, AirflowUnavailable
+from tipbench_dev.airflow import AirflowHome, AirflowStandalone, DagTestRun, task_process
 
 __all__ = [
     "AirflowHome",

@@ -1,7 +1,7 @@
 """Judged cell runs written straight into an MLflow store: one home, shared with the
-benchmarks, in `tipbench._dev.judged_runs`."""
+benchmarks, in `tipbench_dev.judged_runs`."""
 
-from tipbench._dev.judged_runs import (
+from tipbench_dev.judged_runs import (
     AUTO_JUDGE,
     JudgedCell,
     scores,

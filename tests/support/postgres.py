@@ -1,6 +1,6 @@
 """A real PostgreSQL cluster on a loopback ephemeral port: one home, shared with the
-benchmarks, in `tipbench._dev.postgres`."""
+benchmarks, in `tipbench_dev.postgres`."""
 
-from tipbench._dev.postgres import PostgresCluster
+from tipbench_dev.postgres import PostgresCluster
 
 __all__ = ["PostgresCluster"]

@@ -1,7 +1,7 @@
 """Real servers for tests, on loopback ephemeral ports: one home, shared with the benchmarks,
-in `tipbench._dev.servers`."""
+in `tipbench_dev.servers`."""
 
-from tipbench._dev.servers import (
+from tipbench_dev.servers import (
     LlamaCppServer,
     MlflowServer,
     ServerProcess,

@@ -15,7 +15,6 @@ from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
 from tipbench.admin._deps import ExperimentName, Store
-from tipbench.compare import JudgingStatus, judging_state, judging_status, next_run
 from tipbench.judge import (
     Item,
     JudgeFile,
@@ -26,6 +25,8 @@ from tipbench.judge import (
     item_numbers,
     judge_file_for,
 )
+from tipbench.judging import JudgingStatus, judging_state, judging_status, next_run
+from tipbench.orchestration import announce_judged
 from tipbench.pipeline import scores_written
 from tipbench.tracking import SOURCE_PAGE
 
@@ -167,7 +168,9 @@ def save_scores(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"not saved: {result.failed[0][1]}"
         )
     if result.applied or result.drafted:
-        after = scores_written(store, experiment, final=bool(result.applied))
+        after = scores_written(
+            store, experiment, final=bool(result.applied), announce=announce_judged
+        )
         for warning in after.warnings:
             logger.warning("%s", warning)  # the scores are saved either way
     state = judging_state(store, experiment, start=False)

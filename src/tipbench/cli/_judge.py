@@ -17,7 +17,6 @@ from tipbench._words import counted
 from tipbench.cli import _options as options
 from tipbench.cli._judge_auto import auto_command
 from tipbench.cli._judge_calibrate import calibrate_command
-from tipbench.compare import ORDERS, Order
 from tipbench.judge import (
     FIGURE_SCALES,
     HUMAN_JUDGES_VARIABLE,
@@ -33,7 +32,9 @@ from tipbench.judge import (
     scored_pairs,
     tier_agreement,
 )
+from tipbench.judging import ORDERS, Order
 from tipbench.pipeline import export_in_order
+from tipbench.stats import json_number
 from tipbench.suite import levels, levels_text
 from tipbench.tracking import TrackingStore, check_experiment
 
@@ -190,9 +191,12 @@ def apply_command(
     if isinstance(result, FeedbackApplyResult):
         report_left_out(result)
     if result.applied or result.drafted:
-        from tipbench.pipeline import scores_written  # compare loads only now
+        from tipbench.orchestration import announce_judged  # compare and httpx load only now
+        from tipbench.pipeline import scores_written
 
-        after = scores_written(store, experiment, final=bool(result.applied))
+        after = scores_written(
+            store, experiment, final=bool(result.applied), announce=announce_judged
+        )
         if after.refreshed:
             click.echo(f"refreshed the logged leaderboard (run {after.refreshed})")
         for warning in after.warnings:
@@ -261,7 +265,7 @@ def agreement_command(experiment: str, fmt: str, tracking_uri: str | None) -> No
     notes = agreement_notes(pairs, figures)
     if fmt == "json":
         data = {
-            name: {k: _json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
+            name: {k: json_number(v) for k, v in vars(a).items()} for name, a in figures.items()
         }
         scale = {"scores": {name: list(levels(name)) for name in figures}, **FIGURE_SCALES}
         document = {"experiment": experiment, "candidates": len(pairs), **data}
@@ -329,10 +333,6 @@ def disagreements_command(
     )
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
-
-
-def _json_number(value: float) -> float | None:
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _fmt(value: float) -> str:

@@ -43,9 +43,7 @@ def auto_command(tracking_uri: str | None, **options: object) -> None:
     if result.judged:
         from tipbench.pipeline import scores_written  # compare loads only now
 
-        after = scores_written(
-            store, config.experiment, final=True, announce=False, suite=config.suite
-        )
+        after = scores_written(store, config.experiment, final=True, suite=config.suite)
         if after.refreshed:
             click.echo(f"refreshed the logged leaderboard (run {after.refreshed})")
         for warning in after.warnings:

@@ -1,4 +1,4 @@
-"""A cell's outcome as the run that records it (the layout: `tipbench.tracking._cell_run`)."""
+"""A cell's outcome as the run that records it (the layout: `tipbench.tracking._layout`)."""
 
 from __future__ import annotations
 

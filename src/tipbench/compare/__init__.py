@@ -2,33 +2,18 @@
 
 `leaderboard_for` reads an experiment's judged cell runs in one search and ranks them
 (`build_leaderboard` does the same for runs already in hand; `place` ranks and classifies
-any cells from their paired comparisons, `STANDINGS` says how each class is shown);
-`render`, `table` and `plot_leaderboards` show the result, `leaderboard_view` formats it for
-the web panel, `log_leaderboard` records it in MLflow.
+any cells from their paired comparisons, `STANDINGS` says how each class is shown; the
+combined tier reads the judging state of `tipbench.judging`); `render`, `table` and
+`plot_leaderboards` show the result, `leaderboard_view` formats it for the web panel,
+`log_leaderboard` records it in MLflow. The statistics are `tipbench.stats`'.
 """
 
-from tipbench.compare._anytime import AnytimeLeader, cannot_decide
-from tipbench.compare._build import (
-    build_leaderboard,
-    judging_state,
-    leaderboard_for,
-    leaderboards_for,
-)
+from tipbench.compare._build import build_leaderboard, leaderboard_for, leaderboards_for
 from tipbench.compare._combined import (
     NO_AUTOMATIC_SCORES,
-    CombinedState,
     build_combined,
     combined_board,
-    combined_state,
     combined_versus,
-)
-from tipbench.compare._judging import (
-    Plan,
-    inclusion_at_turn,
-    judging_status,
-    next_run,
-    plan,
-    serving_order,
 )
 from tipbench.compare._leaderboard import (
     BOARD_TIERS,
@@ -36,7 +21,6 @@ from tipbench.compare._leaderboard import (
     DEFAULT_MIN_SCENARIOS,
     BoardTier,
     CombinedFigures,
-    JudgingStatus,
     Leaderboard,
     LeaderboardRow,
     Status,
@@ -51,20 +35,12 @@ from tipbench.compare._log import (
     refresh_logged_leaderboard,
 )
 from tipbench.compare._notes import interval_note, leaderboard_warnings
-from tipbench.compare._order import (
-    DEFAULT_ORDER,
-    KIND_JUDGING_ORDER,
-    ORDERS,
-    JudgingOrder,
-    Order,
-    current_order,
-    ensure_order,
-)
 from tipbench.compare._plot import plot_leaderboards
 from tipbench.compare._render import (
     FORMATS,
     Format,
     empty_message,
+    leaderboard_document,
     render,
     table,
     to_csv,
@@ -72,8 +48,6 @@ from tipbench.compare._render import (
     to_markdown,
 )
 from tipbench.compare._standing import (
-    ALPHA,
-    CONFIDENCE,
     FIRST,
     LEGEND,
     STANDINGS,
@@ -83,22 +57,17 @@ from tipbench.compare._standing import (
     place,
     rank_text,
 )
-from tipbench.compare._stats import (
-    EXACT_MAX_PAIRS,
-    Interval,
-    IntervalMethod,
-    PairedComparison,
-    Verdict,
-    bootstrap_mean_ci,
-    mean_interval,
-    min_attainable_p,
-    paired_comparison,
-    pairs_needed,
-    sign_flip_interval,
-    tied,
-    verdict,
-)
 from tipbench.compare._view import LeaderboardView, leaderboard_view
+
+# The policy loop's statistics, read through compare until it imports tipbench.stats itself
+# (issue 33, phase 2: then these go).
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    PairedComparison,
+    bootstrap_mean_ci,
+    paired_comparison,
+)
 
 __all__ = [
     "ALPHA",
@@ -106,76 +75,48 @@ __all__ = [
     "COLUMNS",
     "CONFIDENCE",
     "DEFAULT_MIN_SCENARIOS",
-    "DEFAULT_ORDER",
-    "EXACT_MAX_PAIRS",
     "FIRST",
     "FORMATS",
-    "KIND_JUDGING_ORDER",
     "KIND_LEADERBOARD",
     "LEGEND",
     "NO_AUTOMATIC_SCORES",
-    "ORDERS",
     "PLOT_FILE",
     "STALE_TAG",
     "STANDINGS",
-    "AnytimeLeader",
     "BoardTier",
     "CombinedFigures",
-    "CombinedState",
     "Format",
-    "Interval",
-    "IntervalMethod",
-    "JudgingOrder",
-    "JudgingStatus",
     "Leaderboard",
     "LeaderboardRow",
     "LeaderboardView",
-    "Order",
     "PairedComparison",
     "Placing",
-    "Plan",
     "Refresh",
     "Standing",
     "StandingStyle",
     "Status",
-    "Verdict",
     "bootstrap_mean_ci",
     "build_combined",
     "build_leaderboard",
-    "cannot_decide",
     "combined_board",
-    "combined_state",
     "combined_versus",
-    "current_order",
     "empty_message",
-    "ensure_order",
-    "inclusion_at_turn",
     "interval_note",
-    "judging_state",
-    "judging_status",
     "latest_leaderboard_run",
+    "leaderboard_document",
     "leaderboard_for",
     "leaderboard_view",
     "leaderboard_warnings",
     "leaderboards_for",
     "log_leaderboard",
-    "mean_interval",
-    "min_attainable_p",
-    "next_run",
     "paired_comparison",
-    "pairs_needed",
     "place",
-    "plan",
     "plot_leaderboards",
     "rank_text",
     "refresh_logged_leaderboard",
     "render",
-    "serving_order",
-    "sign_flip_interval",
     "table",
-    "tied",
     "to_csv",
     "to_json",
     "to_markdown",
-    "verdict",
 ]

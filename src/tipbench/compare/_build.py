@@ -21,14 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._anytime import AnytimeLeader, anytime_leader, human_decision
-from tipbench.compare._combined import (
-    NO_AUTOMATIC_SCORES,
-    CombinedState,
-    build_combined,
-    combined_state,
-)
-from tipbench.compare._floor import resolution_variance
+from tipbench.compare._combined import NO_AUTOMATIC_SCORES, build_combined
 from tipbench.compare._leaderboard import (
     COLUMNS,
     DEFAULT_MIN_SCENARIOS,
@@ -36,12 +29,25 @@ from tipbench.compare._leaderboard import (
     Leaderboard,
     LeaderboardRow,
 )
-from tipbench.compare._order import Order, current_order, ensure_order
 from tipbench.compare._paths import model_paths
-from tipbench.compare._ppi import Judged
-from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
-from tipbench.compare._stats import Interval, PairedComparison, mean_interval, paired_comparison
+from tipbench.compare._standing import Placing, place
 from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
+from tipbench.judging import (
+    AnytimeLeader,
+    anytime_leader,
+    current_order,
+    human_decision,
+    score_floor,
+)
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    Estimate,
+    Judged,
+    PairedComparison,
+    mean_interval,
+    paired_comparison,
+)
 from tipbench.tracking import TIERS, CellRun, Tier, metric_name
 
 if TYPE_CHECKING:
@@ -188,7 +194,7 @@ def build_leaderboard(
             ranked[i].per_scenario, ranked[j].per_scenario, CONFIDENCE, n_resamples, seed
         )
 
-    def interval(cell: _Scored) -> Interval:
+    def interval(cell: _Scored) -> Estimate:
         return mean_interval(list(cell.per_scenario.values()), CONFIDENCE, n_resamples, seed)
 
     placings = place([float(cell.means[0]) for cell in ranked], compare, ALPHA)
@@ -228,14 +234,14 @@ def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
         values,
         np.ones(len(values), dtype=bool),
         np.zeros(len(scored), dtype=np.intp),
-        resolution_variance("composite"),
+        score_floor("composite"),
     )
     decision, covered = human_decision(judged, ALPHA, float(n_scenarios))
     names = [f"{one.model}|{one.prompt_version}" for one in scored]
     return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
 
 
-def _row(scored: _Scored, placing: Placing | None, interval: Interval) -> LeaderboardRow:
+def _row(scored: _Scored, placing: Placing | None, interval: Estimate) -> LeaderboardRow:
     means: dict[str, Any] = dict(zip(COLUMNS, scored.means.tolist(), strict=True))
     return LeaderboardRow(
         model=scored.model,
@@ -318,30 +324,3 @@ def leaderboard_for(
         TrackingError: If the experiment does not exist or the store cannot be read.
     """
     return leaderboards_for(store, experiment, (tier,), min_scenarios)[0]
-
-
-def judging_state(
-    store: TrackingStore, experiment: str, kind: Order | None = None, *, start: bool = True
-) -> CombinedState:
-    """An experiment's runs under its judging order, as the combined tier sees them: what
-    orders a judge file (`serving_order`), picks the page's next run (`next_run`) and says
-    how the judging stands (`judging_status`). One search of the runs.
-
-    Args:
-        store: The MLflow store.
-        experiment: The experiment's name.
-        kind: The order wanted (a new one starts if the current one is of the other kind);
-            default: the current one, else an active one.
-        start: Start an order if there is none (else: none, and no human score is usable).
-
-    Raises:
-        TrackingError: If the experiment cannot be read or an order not recorded.
-    """
-    experiment_id = store.experiment_id(experiment)
-    runs = store.cell_runs(experiment_id, judgeable=True)
-    order = (
-        ensure_order(store, experiment_id, runs, kind)
-        if start
-        else current_order(store, experiment_id)
-    )
-    return combined_state(runs, order)

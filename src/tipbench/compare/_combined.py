@@ -1,12 +1,12 @@
 """The combined tier: one leaderboard from few human scores and many automatic ones.
 
 Each cell's mean composite (and each criterion) is the prediction-powered estimate of
-`compare._ppi`: the automatic judge's scores on every run, corrected by the human-judge
-difference on the runs a human scored in the experiment's judging order (`compare._order`).
+`stats._ppi`: the automatic judge's scores on every run, corrected by the human-judge
+difference on the runs a human scored in the experiment's judging order (`judging`).
 Ranks and standings follow from paired comparisons as in the other tiers
 (`compare._standing.place`), here t tests of the paired difference of two estimates; each
 comparison with the leader is also an anytime-valid confidence sequence
-(`compare._confseq`), which says when the leader is decided.
+(`stats._confseq`), which says when the leader is decided.
 
 Without a judging order the human scores' sampling is unknown: no estimate is made, and
 the leaderboard says why (so does the promotion gate, which then falls back to the tiers).
@@ -16,46 +16,46 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.compare._anytime import AnytimeLeader, anytime_leader
-from tipbench.compare._confseq import (
-    LeaderDecision,
-    cell_scenarios,
-    scenario_count,
-    scenarios_needed,
-    sequences,
-)
-from tipbench.compare._floor import resolution_variance
-from tipbench.compare._judging import judging_status
 from tipbench.compare._leaderboard import (
     COLUMNS,
     CombinedFigures,
-    JudgingStatus,
     Leaderboard,
     LeaderboardRow,
 )
-from tipbench.compare._loop import Queues, snapshot
-from tipbench.compare._order import JudgingOrder
-from tipbench.compare._paired import half_width, t_p_value, t_quantile
-from tipbench.compare._ppi import Estimates, Judged, Sample, estimate
-from tipbench.compare._standing import ALPHA, CONFIDENCE, Placing, place
-from tipbench.compare._stats import PairedComparison, min_attainable_p
-from tipbench.tracking import CellRun, metric_name
+from tipbench.compare._standing import Placing, place
+from tipbench.judging import (
+    AnytimeLeader,
+    CombinedState,
+    JudgingOrder,
+    JudgingStatus,
+    anytime_leader,
+    combined_state,
+    judging_status,
+)
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    Estimates,
+    PairedComparison,
+    cell_scenarios,
+    half_width,
+    min_attainable_p,
+    scenario_count,
+    scenarios_needed,
+    sequences,
+    t_p_value,
+    t_quantile,
+)
+from tipbench.tracking import CellRun
 
-__all__ = [
-    "NO_AUTOMATIC_SCORES",
-    "CombinedState",
-    "build_combined",
-    "combined_board",
-    "combined_state",
-    "combined_versus",
-]
+__all__ = ["NO_AUTOMATIC_SCORES", "build_combined", "combined_board", "combined_versus"]
 
 NO_AUTOMATIC_SCORES = (
     "the automatic judge has not scored these runs: there is nothing to combine with the "
@@ -64,116 +64,6 @@ NO_AUTOMATIC_SCORES = (
 
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]
-
-
-@dataclass(frozen=True)
-class CombinedState:
-    """An experiment's runs as the combined tier sees them: units, sample, estimates.
-
-    Attributes:
-        cells: (model, prompt) of each cell, in index order.
-        runs: The judgeable runs, in unit order.
-        judged: The composite's units (per-criterion ones differ only in their scores).
-        sample: The human scores the estimates may use.
-        estimates: The composite's estimates per cell.
-        decision: The anytime-valid comparisons with the leader.
-        order: The judging order (None: none began).
-        queues: Its arrays (every unit's rate and clock), None without an order.
-        open_units: (C,) each cell's runs no human has scored, outside ``known``.
-        sampled: (C,) each cell's runs in its queue's scored prefix.
-        unused: Human-scored runs outside every queue's scored prefix.
-    """
-
-    cells: tuple[tuple[str, str], ...]
-    runs: tuple[CellRun, ...]
-    judged: Judged
-    sample: Sample
-    estimates: Estimates
-    decision: LeaderDecision
-    order: JudgingOrder | None
-    open_units: _Int
-    sampled: _Int
-    unused: int
-    queues: Queues | None = None
-
-    def column(self, name: str) -> tuple[Judged, Estimates]:
-        """The units and estimates of one column of `COLUMNS`."""
-        judged = _with_scores(self.judged, self.runs, name)
-        return judged, estimate(judged, self.sample)
-
-
-def _scores(runs: Sequence[CellRun], tier: str, column: str) -> _Float:
-    key = column if tier == "human" else metric_name("auto", column)
-    return np.asarray([run.metrics.get(key, math.nan) for run in runs], dtype=np.float64)
-
-
-def _with_scores(judged: Judged, runs: Sequence[CellRun], column: str) -> Judged:
-    return Judged(
-        cell=judged.cell,
-        scenario=judged.scenario,
-        weight=judged.weight,
-        auto=_scores(runs, "auto", column),
-        human=np.where(judged.known | _human_judged(runs), _scores(runs, "human", column), np.nan),
-        known=judged.known,
-        pool=judged.pool,
-        floor=resolution_variance(column),
-    )
-
-
-def _human_judged(runs: Sequence[CellRun]) -> npt.NDArray[np.bool_]:
-    return np.asarray(["composite" in run.metrics for run in runs], dtype=bool)
-
-
-def combined_state(runs: Sequence[CellRun], order: JudgingOrder | None) -> CombinedState:
-    """The combined tier's view of an experiment's judgeable runs under its judging order.
-
-    Without an order no human score is usable (every run counts as unscored).
-    """
-    runs = tuple(run for run in runs if run.ok)
-    cells: dict[tuple[str, str], int] = {}
-    scenarios: dict[str, int] = {}
-    cell = np.asarray(
-        [cells.setdefault((r.model, r.prompt_version), len(cells)) for r in runs], dtype=np.intp
-    )
-    scenario = np.asarray(
-        [scenarios.setdefault(r.scenario_key, len(scenarios)) for r in runs], dtype=np.intp
-    )
-    scored = _human_judged(runs)
-    known = (
-        np.asarray([order is not None and r.run_id in order.known for r in runs], dtype=bool)
-        & scored
-    )
-    judged = Judged.build(
-        cell,
-        scenario,
-        _scores(runs, "auto", "composite"),
-        np.where(scored, _scores(runs, "human", "composite"), np.nan),
-        known,
-        np.zeros(len(cells), dtype=np.intp),
-        resolution_variance("composite"),
-    )
-    queues = None
-    if order is not None:
-        queues = Queues(
-            order.kind,
-            np.asarray([order.rate(r.run_id) for r in runs], dtype=np.float64),
-            np.asarray([order.clock(r.run_id) for r in runs], dtype=np.float64),
-        )
-    now = snapshot(judged, queues, ALPHA)
-    units = now.sample.unit
-    return CombinedState(
-        cells=tuple(cells),
-        runs=runs,
-        judged=judged,
-        sample=now.sample,
-        estimates=now.estimates,
-        decision=now.decision,
-        order=order,
-        open_units=now.open_units,
-        sampled=np.bincount(cell[units], minlength=len(cells)),
-        unused=int(np.count_nonzero(scored & ~known)) - len(units),
-        queues=queues,
-    )
 
 
 def _comparison(state: CombinedState, a: int, b: int) -> PairedComparison:

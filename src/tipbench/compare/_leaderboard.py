@@ -7,12 +7,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tipbench.compare._anytime import AnytimeLeader
-from tipbench.compare._notes import board_notes
 from tipbench.compare._paths import ModelPaths
-from tipbench.compare._standing import ALPHA, CONFIDENCE, Standing, is_first, rank_text
-from tipbench.compare._stats import IntervalMethod, PairedComparison, Verdict, verdict
+from tipbench.compare._standing import Standing, is_first, rank_text
 from tipbench.judge import JudgeCalibration
+from tipbench.judging import AnytimeLeader, JudgingStatus
+from tipbench.stats import (
+    ALPHA,
+    CONFIDENCE,
+    IntervalMethod,
+    PairedComparison,
+    Verdict,
+    json_number,
+    verdict,
+)
 from tipbench.suite import SCORE_NAMES, mean_scale
 
 Status = Literal["ranked", "insufficient data"]
@@ -28,10 +35,6 @@ def scales() -> dict[str, dict[str, Any]]:
     """What each of `COLUMNS` runs over (the rubric's `mean_scale`), as the JSON's `scale`:
     the composite 2–17, each criterion 1–5, each flag a share of candidates 0–1."""
     return {column: mean_scale(column).to_dict() for column in COLUMNS}
-
-
-def _number(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -61,44 +64,10 @@ class CombinedFigures:
         return {
             "n_human": self.n_human,
             "n_human_scenarios": self.n_human_scenarios,
-            "n_effective": _number(self.n_effective),
-            "lambda": _number(self.lam),
-            "cs_low": _number(self.cs_low),
-            "cs_high": _number(self.cs_high),
-        }
-
-
-@dataclass(frozen=True)
-class JudgingStatus:
-    """How the human judging stands for the combined tier.
-
-    Attributes:
-        order: The experiment's judging order ("active", "uniform"), None if none began.
-        sampling_known: Every human score used was drawn with a known probability (false
-            when human scores exist but no order was recorded before them).
-        decided: The leader is decided: every other cell's confidence sequence lies below it.
-        expected_more: About how many more human judgements the decision needs (None when
-            decided, unknown, or out of reach on these scenarios).
-        message: What the judging page says after each save.
-        unused: Human-scored runs not used yet (scored out of turn: a run before them in
-            their cell's queue still waits).
-    """
-
-    order: str | None
-    sampling_known: bool
-    decided: bool
-    expected_more: int | None
-    message: str
-    unused: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "sampling_known": self.sampling_known,
-            "decided": self.decided,
-            "expected_more": self.expected_more,
-            "message": self.message,
-            "unused": self.unused,
+            "n_effective": json_number(self.n_effective),
+            "lambda": json_number(self.lam),
+            "cs_low": json_number(self.cs_low),
+            "cs_high": json_number(self.cs_high),
         }
 
 
@@ -206,21 +175,21 @@ class LeaderboardRow:
             "n_scenarios": self.n_scenarios,
             "n_runs": self.n_runs,
             "n_candidates": self.n_candidates,
-            **{column: _number(self.mean(column)) for column in COLUMNS},
-            "ci_low": _number(self.ci_low),
-            "ci_high": _number(self.ci_high),
+            **{column: json_number(self.mean(column)) for column in COLUMNS},
+            "ci_low": json_number(self.ci_low),
+            "ci_high": json_number(self.ci_high),
             "ci_method": self.ci_method,
             "vs_leader": None
             if vs is None
             else {
                 "n_pairs": vs.n_pairs,
-                "diff": _number(vs.mean_diff),
-                "ci_low": _number(vs.ci_low),
-                "ci_high": _number(vs.ci_high),
+                "diff": json_number(vs.mean_diff),
+                "ci_low": json_number(vs.ci_low),
+                "ci_high": json_number(vs.ci_high),
                 "ci_method": vs.ci_method,
-                "p_value": _number(vs.p_value),
+                "p_value": json_number(vs.p_value),
                 "exact": vs.exact,
-                "min_p_value": _number(vs.min_p_value),
+                "min_p_value": json_number(vs.min_p_value),
                 "verdict": verdict(vs, ALPHA),
             },
             "tied_with_leader": self.tied_with_leader,
@@ -284,8 +253,12 @@ class Leaderboard:
         raise KeyError(f"{model}|{prompt_version}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole leaderboard as JSON-ready values: what the CLI prints and the API returns,
-        with the notes that the table prints under it and each mean's `scale`."""
+        """The leaderboard's figures as JSON-ready values (NaN and infinities as None), with
+        each mean's `scale`.
+
+        What the CLI prints and the API return is `compare.leaderboard_document`: these
+        figures with the notes the table prints under it (`compare._notes`, which reads a
+        leaderboard: one module cannot hold both without a circle)."""
         leader = self.leader
         return {
             "experiment": self.experiment,
@@ -299,7 +272,6 @@ class Leaderboard:
             else {"model": leader.model, "prompt_version": leader.prompt_version},
             "scale": scales(),
             "rows": [row.to_dict() for row in self.rows],
-            "notes": board_notes(self),
             **(
                 {"calibration": [c.to_dict() for c in self.calibration]}
                 if self.tier == "auto"

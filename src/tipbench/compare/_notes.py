@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from tipbench._words import counted
 from tipbench.compare._paths import mixed_paths_warnings, paths_note
-from tipbench.compare._standing import ALPHA
-from tipbench.compare._stats import EXACT_MAX_PAIRS, pairs_needed
+from tipbench.stats import ALPHA, EXACT_MAX_PAIRS, pairs_needed
 
 if TYPE_CHECKING:
     from tipbench.compare._leaderboard import Leaderboard, LeaderboardRow

@@ -263,12 +263,20 @@ def table(board: Leaderboard, width: int | None = None) -> Group:
     return Group(chosen, Text("\n".join(board_notes(board)), style="dim"), Text(""))
 
 
+def leaderboard_document(board: Leaderboard) -> dict[str, Any]:
+    """A leaderboard as JSON-ready values, with its notes after its rows: what `compare
+    --format json` prints, the API returns and a logged leaderboard keeps."""
+    figures = list(board.to_dict().items())
+    after_rows = next(i for i, (key, _) in enumerate(figures) if key == "rows") + 1
+    return dict([*figures[:after_rows], ("notes", board_notes(board)), *figures[after_rows:]])
+
+
 def to_json(boards: Sequence[Leaderboard]) -> str:
-    """One leaderboard's `to_dict()`, or an object keyed by tier for several."""
+    """One leaderboard's `leaderboard_document`, or an object keyed by tier for several."""
     document: dict[str, Any] = (
-        boards[0].to_dict()
+        leaderboard_document(boards[0])
         if len(boards) == 1
-        else {board.tier: board.to_dict() for board in boards}
+        else {board.tier: leaderboard_document(board) for board in boards}
     )
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 

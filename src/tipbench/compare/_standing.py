@@ -17,12 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tipbench.compare._stats import PairedComparison, verdict
-
-CONFIDENCE = 0.95
-"""The confidence level of every interval of a leaderboard."""
-ALPHA = 0.05
-"""The significance level of every comparison of a leaderboard."""
+from tipbench.stats import PairedComparison, verdict
 
 Standing = Literal["leader", "tied", "undecided", "behind", "too little data"]
 """A cell against the leader (the ranked cell with the highest mean composite):

@@ -24,7 +24,7 @@ from tipbench.compare._render import (
     versus_leader,
 )
 from tipbench.compare._standing import STANDINGS, Standing
-from tipbench.compare._stats import EXACT_MAX_PAIRS, pairs_needed
+from tipbench.stats import EXACT_MAX_PAIRS, json_number, pairs_needed
 from tipbench.suite import COMPOSITE_RANGE, mean_scale
 
 TIER_TITLES: dict[BoardTier, str] = {
@@ -135,10 +135,6 @@ class LeaderboardView(BaseModel):
     decided: bool = False
 
 
-def _number(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def _row(row: LeaderboardRow) -> Row:
     difference, p_value = versus_leader(row)
     label, composite = chart_label(row), fixed(row.composite)
@@ -161,9 +157,9 @@ def _row(row: LeaderboardRow) -> Row:
         ],
         bar=Bar(
             label=label,
-            value=_number(row.composite),
-            ci_low=_number(row.ci_low),
-            ci_high=_number(row.ci_high),
+            value=json_number(row.composite),
+            ci_low=json_number(row.ci_low),
+            ci_high=json_number(row.ci_high),
             text=composite,
             tooltip=f"{label}: {composite} {interval_text(row)}, {standing}",
             colour=row_colour(row),

@@ -17,14 +17,11 @@ from tipbench._lazy import lazy_exports
 from tipbench.evaluate._checks import PROBABILITY_TOLERANCE, LogRowError, check_row
 from tipbench.evaluate._estimators import (
     CLIP_WEIGHT,
-    CONFIDENCE,
     ESTIMATORS,
     MIN_DECISIONS,
     MIN_ESS,
-    Estimate,
     PolicyEvaluation,
     Status,
-    Z,
     evaluate_policy,
     reward_model,
 )
@@ -40,20 +37,17 @@ else:
 
 __all__ = [
     "CLIP_WEIGHT",
-    "CONFIDENCE",
     "ESTIMATORS",
     "MIN_DECISIONS",
     "MIN_ESS",
     "PROBABILITY_TOLERANCE",
     "Comparison",
-    "Estimate",
     "EvaluationReport",
     "LogRowError",
     "Observed",
     "PolicyEvaluation",
     "Status",
     "Traffic",
-    "Z",
     "check_row",
     "evaluate",
     "evaluate_policy",

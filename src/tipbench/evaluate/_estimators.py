@@ -29,17 +29,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 
 from tipbench.evaluate._traffic import Ints, Traffic
 from tipbench.policies import Vector, predictions, ridge_inverse, ridge_theta
+from tipbench.stats import Estimate, json_number
 
 ESTIMATORS = ("ips", "snips", "dr")
-CONFIDENCE = 0.95
-Z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
 CLIP_WEIGHT = 100.0
 MIN_DECISIONS = 100
 MIN_ESS = 30.0
@@ -47,14 +45,6 @@ OVERLAP_TOLERANCE = 1e-3  # target probability allowed on candidates the logger 
 REWARD_MODEL_FOLDS = 2
 REWARD_MODEL_RIDGE = 1.0
 Status = Literal["estimated", "too little data", "no overlap"]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    value: float
-    low: float
-    high: float
-    se: float
 
 
 @dataclass(frozen=True)
@@ -80,18 +70,13 @@ class PolicyEvaluation:
             "status": self.status,
             "reason": self.reason,
             "decisions": self.decisions,
-            "ess": _finite(self.ess),
-            "clipped": _finite(self.clipped),
+            "ess": json_number(self.ess),
+            "clipped": json_number(self.clipped),
             "more_needed": self.more_needed,
             "estimates": {
-                name: {k: _finite(v) for k, v in vars(e).items()}
-                for name, e in self.estimates.items()
+                name: estimate.to_dict() for name, estimate in self.estimates.items()
             },
         }
-
-
-def _finite(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
 
 
 def reward_model(
@@ -124,8 +109,8 @@ def reward_model(
     return q
 
 
-def _interval(value: float, se: float) -> Estimate:
-    return Estimate(value, value - Z * se, value + Z * se, se)
+def _interval(value: float, se: float, n: int) -> Estimate:
+    return Estimate.normal(value, se, n=n)
 
 
 def unavailable(policy: str, reason: str) -> PolicyEvaluation:
@@ -199,12 +184,12 @@ def evaluate_policy(
     ratio = np.divide(pi**2, p, out=np.zeros_like(pi), where=p > 0)
     second = float(np.mean(np.sum(np.minimum(ratio, clip**2 * p) * np.clip(qr, 0, 1), axis=1)))
     ips_variance = max(float(ips_terms.var(ddof=1)), second - ips_value**2)
-    ips = _interval(ips_value, float(np.sqrt(ips_variance / n)))
+    ips = _interval(ips_value, float(np.sqrt(ips_variance / n)), n)
     snips_value = float(ips_terms.sum() / w.sum())
     snips_se = float(np.sqrt(np.sum((w * (r - snips_value)) ** 2)) / w.sum())
     dr_terms = (pi * qr).sum(axis=1) + w * (r - qr[np.arange(n), shown])
-    dr = _interval(float(dr_terms.mean()), float(dr_terms.std(ddof=1) / np.sqrt(n)))
-    estimates = {"ips": ips, "snips": _interval(snips_value, snips_se), "dr": dr}
+    dr = _interval(float(dr_terms.mean()), float(dr_terms.std(ddof=1) / np.sqrt(n)), n)
+    estimates = {"ips": ips, "snips": _interval(snips_value, snips_se, n), "dr": dr}
     return PolicyEvaluation(
         policy, source, "estimated", "", n, ess, clipped, estimates, rows, dr_terms
     )

@@ -17,9 +17,7 @@ from tipbench.evaluate._estimators import (
     CLIP_WEIGHT,
     MIN_DECISIONS,
     MIN_ESS,
-    Estimate,
     PolicyEvaluation,
-    Z,
     evaluate_policy,
     reward_model,
     unavailable,
@@ -27,6 +25,7 @@ from tipbench.evaluate._estimators import (
 from tipbench.evaluate._replay import CannotReplay, replay
 from tipbench.evaluate._traffic import Traffic
 from tipbench.policies import PolicyConfig, policy_spec
+from tipbench.stats import Estimate
 
 
 @dataclass(frozen=True)
@@ -69,8 +68,8 @@ class EvaluationReport:
         return next((c for c in self.versus_live if c.policy == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        def estimate(e: Estimate | None) -> dict[str, float] | None:
-            return None if e is None else {k: float(v) for k, v in vars(e).items()}
+        def estimate(e: Estimate | None) -> dict[str, Any] | None:
+            return None if e is None else e.to_dict()
 
         return {
             "decisions": self.decisions,
@@ -98,7 +97,7 @@ def _mean(values: np.ndarray) -> Estimate:
     n = len(values)
     mean = float(values.mean())
     se = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return Estimate(mean, mean - Z * se, mean + Z * se, se)
+    return Estimate.normal(mean, se, n=n)
 
 
 def _live(traffic: Traffic) -> str | None:

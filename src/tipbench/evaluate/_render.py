@@ -3,12 +3,8 @@ policy's estimates (or why there are none)."""
 
 from __future__ import annotations
 
-from tipbench.evaluate._estimators import ESTIMATORS, Estimate
+from tipbench.evaluate._estimators import ESTIMATORS
 from tipbench.evaluate._evaluate import EvaluationReport
-
-
-def _ci(e: Estimate) -> str:
-    return f"{e.value:.4f} [{e.low:.4f}, {e.high:.4f}]"
 
 
 def render_evaluation(report: EvaluationReport) -> list[str]:
@@ -27,7 +23,7 @@ def render_evaluation(report: EvaluationReport) -> list[str]:
         "observed (each policy's own decisions):",
     ]
     for o in report.observed:
-        lines.append(f"  {o.policy:<14}{_ci(o.value):<28}{o.decisions:>10,} decisions")
+        lines.append(f"  {o.policy:<14}{o.value.text():<28}{o.decisions:>10,} decisions")
     if not report.observed:
         lines.append("  nothing rewarded yet")
     lines += ["", "off-policy estimates of the mean reward:"]
@@ -37,7 +33,7 @@ def render_evaluation(report: EvaluationReport) -> list[str]:
         if p.status != "estimated":
             lines.append(f"  {p.policy:<14}{p.source:<10}{p.status}: {p.reason}")
             continue
-        cells = "".join(f"{_ci(p.estimates[e]):<28}" for e in ESTIMATORS)
+        cells = "".join(f"{p.estimates[e].text():<28}" for e in ESTIMATORS)
         lines.append(
             f"  {p.policy:<14}{p.source:<10}{cells}{p.ess:>9.1f}{p.clipped:>9.1%}{p.decisions:>11,}"
         )

@@ -38,12 +38,12 @@ from tipbench.judge._calibration_store import (
     tier_calibration,
 )
 from tipbench.judge._candidates import CellCandidates, fetch_candidates
+from tipbench.judge._carry import fresh_path
 from tipbench.judge._export import (
     ExportResult,
     blind_order,
     experiment_seed,
     export_pending,
-    fresh_path,
     item_numbers,
     judge_file_for,
     new_export_id,
@@ -56,7 +56,6 @@ from tipbench.judge._file import (
     JudgeFileError,
     RubricRef,
     json_schema,
-    read_judge_file,
 )
 from tipbench.judge._human import (
     ApplyResult,
@@ -150,7 +149,6 @@ __all__ = [
     "parse_scores",
     "previous_judge_file",
     "quadratic_weighted_kappa",
-    "read_judge_file",
     "record_draft",
     "record_scores",
     "require_humans",

@@ -5,7 +5,7 @@ still without automatic scores at temperature 0 with schema-constrained JSON, an
 unloaded at the end, on error and on Ctrl-C. A run's scores are written (off the hot path)
 only when all its candidates are scored; a run whose judging fails gets the error as its
 `auto_judge_error` tag and is retried by the next run of the judge. Human scores are never
-touched: the automatic tier has its own metrics and tags (see `tipbench.tracking._cell_run`).
+touched: the automatic tier has its own metrics and tags (see `tipbench.tracking._scores`).
 
 The rules own `format_ok` and `overlong`: the tier records the flags collect's rules gave
 each candidate. Under the score schema the judge's answer ends after the criteria

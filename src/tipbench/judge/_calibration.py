@@ -39,6 +39,7 @@ from tipbench.judge._auto import (
     RawAnswer,
 )
 from tipbench.judge._candidates import CellCandidates
+from tipbench.stats import json_number
 from tipbench.suite import (
     CRITERIA,
     FLAGS,
@@ -102,9 +103,9 @@ class CriterionFigures:
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
-            "kappa": None if math.isnan(self.kappa) else self.kappa,
-            "exact": None if math.isnan(self.exact) else self.exact,
-            "within_1": None if math.isnan(self.within_1) else self.within_1,
+            "kappa": json_number(self.kappa),
+            "exact": json_number(self.exact),
+            "within_1": json_number(self.within_1),
             "labels": list(self.labels),
             "confusion": [list(row) for row in self.confusion],
         }

@@ -17,6 +17,7 @@ from typing import Any
 
 from tipbench._errors import SuiteError, TipbenchError
 from tipbench.judge._calibration import DEFAULT_MIN_KAPPA, Calibration, passes
+from tipbench.stats import json_number
 from tipbench.suite import CRITERIA, SCORE_NAMES, load_suite
 from tipbench.tracking import KIND_TAG, CellRun, RunRecord, TrackingStore, record_run
 
@@ -125,7 +126,7 @@ class JudgeCalibration:
             "min_kappa": self.min_kappa,
             "kappa": None
             if self.kappas is None
-            else {k: None if math.isnan(v) else v for k, v in self.kappas.items()},
+            else {k: json_number(v) for k, v in self.kappas.items()},
             "answered": self.answered,
             "tips": self.tips,
             "run_id": self.run_id,

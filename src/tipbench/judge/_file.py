@@ -283,20 +283,6 @@ def _innermost(text: str, pos: int) -> str:
     return stack[-1] if stack else ""
 
 
-def read_judge_file(path: Path) -> JudgeFile:
-    """Read and validate a judge file.
-
-    Raises:
-        ConfigError: one line naming the file and where its JSON is broken.
-        JudgeFileError: every problem of the file, each naming the item (run id) and field.
-    """
-    raw = load_json(path)
-    judge_file, problems = validate_judge_file(raw)
-    if judge_file is None or problems:
-        raise JudgeFileError(str(path), problems)
-    return judge_file
-
-
 def validate_judge_file(raw: Any) -> tuple[JudgeFile | None, list[str]]:
     """The judge file in a parsed JSON value, and every problem found in it."""
     if isinstance(raw, dict) and raw.get("schema_version") not in READABLE_SCHEMA_VERSIONS:

@@ -8,10 +8,9 @@ from pathlib import Path
 from tipbench.judge._agreement import Agreement, agreement
 from tipbench.judge._agreement_notes import tier_notes
 from tipbench.judge._candidates import fetch_candidates
+from tipbench.judge._carry import Carried, carry_over
 from tipbench.judge._export import (
-    Carried,
     ExportResult,
-    carry_over,
     exported,
     item_numbers,
     judge_file_for,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tipbench._errors import ConfigError
 from tipbench._words import counted
-from tipbench.compare import ALPHA, pairs_needed
+from tipbench.stats import ALPHA, pairs_needed
 from tipbench.suite import Scenario
 
 

@@ -100,7 +100,7 @@ def aggregate(
     for policy in report.policies:
         vs = policy.vs_live
         versus = "" if vs is None else f", {vs.mean_diff:+.4f} vs live (p = {vs.p_value:.4g})"
-        logger.info("%s: %.4f%s", policy.policy, policy.overall["reward"].mean, versus)
+        logger.info("%s: %.4f%s", policy.policy, policy.overall["reward"].value, versus)
     return {"run_id": runs.parent_run_id, "report": report.to_dict()}
 
 

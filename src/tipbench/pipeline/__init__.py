@@ -22,13 +22,14 @@ if TYPE_CHECKING:
         rank,
         run_pipeline,
     )
-    from tipbench.pipeline._scores import AfterScores, scores_written
+    from tipbench.pipeline._scores import AfterScores, Announce, scores_written
 
 __all__ = [
     "MAX_MODELS",
     "MAX_NAME_CHARS",
     "MAX_PROMPTS",
     "AfterScores",
+    "Announce",
     "JudgeExport",
     "PipelineResult",
     "Ranking",
@@ -55,7 +56,7 @@ def __getattr__(name: str) -> Any:
         from tipbench.pipeline import _export
 
         return getattr(_export, name)
-    if name in ("AfterScores", "scores_written"):
+    if name in ("AfterScores", "Announce", "scores_written"):
         from tipbench.pipeline import _scores
 
         return getattr(_scores, name)

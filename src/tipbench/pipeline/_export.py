@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipbench.compare import (
+from tipbench.judge import ExportResult, export_pending
+from tipbench.judging import (
     JudgingOrder,
     JudgingStatus,
     Order,
@@ -19,8 +20,7 @@ from tipbench.compare import (
     judging_state,
     judging_status,
 )
-from tipbench.compare import serving_order as order_of
-from tipbench.judge import ExportResult, export_pending
+from tipbench.judging import serving_order as order_of
 from tipbench.tracking import TrackingStore
 
 
@@ -55,7 +55,7 @@ def export_in_order(
         experiment: The experiment's name.
         out: The judge file (scores already in it are carried over).
         reveal: Show models and prompts, in run-name order: the judge then chooses, and the
-            runs scored out of the order's turn wait (`compare._active.queue_inclusion`).
+            runs scored out of the order's turn wait (`judging.queue_inclusion`).
         seed: The seed of the candidates' shuffle (default: the file's, else random).
         order: The judging order wanted (see `compare.ensure_order`).
 

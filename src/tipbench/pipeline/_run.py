@@ -11,11 +11,9 @@ from tipbench._phase import PhaseConfig
 from tipbench._progress_events import Phase
 from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
 from tipbench.compare import (
-    ALPHA,
     BOARD_TIERS,
     DEFAULT_MIN_SCENARIOS,
     Leaderboard,
-    cannot_decide,
     leaderboards_for,
     log_leaderboard,
     plot_leaderboards,
@@ -30,7 +28,9 @@ from tipbench.judge import (
     auto_judge,
     previous_judge_file,
 )
+from tipbench.judging import cannot_decide
 from tipbench.pipeline._export import export_in_order
+from tipbench.stats import ALPHA
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore, data_dir
 

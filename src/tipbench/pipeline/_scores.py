@@ -1,16 +1,25 @@
 """What follows newly written scores, wherever they come from (`judge apply`, the judging
-page, `judge auto`): the experiment's "last update", its logged leaderboard, and Airflow.
+page, `judge auto`): the experiment's "last update", its logged leaderboard, and whoever the
+caller tells (Airflow: `orchestration.announce_judged`).
+
+The pipeline does not import orchestration (orchestration runs the pipeline): a caller that
+wants Airflow told passes the announcement in (`Announce`).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tipbench.compare import Refresh, refresh_logged_leaderboard
-from tipbench.orchestration import announce_judged
 from tipbench.tracking import TrackingStore, mark_updated
+
+Announce = Callable[[str, str | None], str | None]
+"""Tells whoever listens that complete scores were applied: called with the experiment's
+name and its store's URI, it returns None when told (or when there is no one to tell), else a
+one-line warning saying why not. `orchestration.announce_judged` tells Airflow."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,7 @@ def scores_written(
     experiment: str,
     *,
     final: bool,
-    announce: bool = True,
+    announce: Announce | None = None,
     suite: str | Path | None = None,
 ) -> AfterScores:
     """Follow up scores written to `experiment`; never raises (each step is best effort).
@@ -40,7 +49,7 @@ def scores_written(
     Always marks the experiment updated (the panel's "Last update" counts scores). When
     `final` (complete scores were recorded, not only drafts), refreshes the logged
     leaderboard if its figures changed (see `compare.refresh_logged_leaderboard`) and, with
-    `announce`, tells Airflow (see `orchestration.announce_judged`).
+    `announce` (e.g. `orchestration.announce_judged`), tells whoever listens.
     """
     with contextlib.suppress(Exception):  # the experiment exists: scores were just written
         mark_updated(store, store.experiment_id(experiment))
@@ -48,6 +57,6 @@ def scores_written(
         return AfterScores()
     refresh = refresh_logged_leaderboard(store, experiment, suite=suite)
     warnings = [refresh.warning] if refresh.warning else []
-    if announce and (warning := announce_judged(experiment, store.uri)):
+    if announce is not None and (warning := announce(experiment, store.uri)):
         warnings.append(warning)
     return AfterScores(refresh, warnings)

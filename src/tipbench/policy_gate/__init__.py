@@ -12,7 +12,6 @@ challenger would get now (`dry_runs`).
 from tipbench.policy_gate._gate import (
     DEFAULT_MARGIN,
     OFF_POLICY_MARGIN,
-    Condition,
     PromotionDecision,
     decide_promotion,
     more_decisions,
@@ -38,7 +37,6 @@ __all__ = [
     "DEFAULT_MARGIN",
     "KIND_PROMOTION",
     "OFF_POLICY_MARGIN",
-    "Condition",
     "PromotionDecision",
     "PromotionResult",
     "RecordedSimulation",

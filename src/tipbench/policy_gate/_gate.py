@@ -30,20 +30,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tipbench.compare import ALPHA
-from tipbench.evaluate import Comparison, EvaluationReport, PolicyEvaluation, Z
+from tipbench.evaluate import Comparison, EvaluationReport, PolicyEvaluation
 from tipbench.simulate import SimulationReport, paired_dict, paired_interval
+from tipbench.stats import ALPHA, Condition, Z, all_passed, json_numbers
 
 DEFAULT_MARGIN = 0.005  # the simulator's: mean reward per decision (rewards lie in [0, 1])
 OFF_POLICY_MARGIN = 0.01  # δ: the loss per decision the served traffic must rule out
 NOT_WORSE = "not worse off-policy"
-
-
-@dataclass(frozen=True)
-class Condition:
-    name: str
-    passed: bool
-    figure: str  # what decided it, in words and numbers
 
 
 @dataclass(frozen=True)
@@ -55,14 +48,14 @@ class PromotionDecision:
 
     @property
     def promote(self) -> bool:
-        return all(c.passed for c in self.conditions)
+        return all_passed(self.conditions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "promote": self.promote,
             "challenger": self.challenger,
             "live": self.live,
-            "conditions": [vars(c) for c in self.conditions],
+            "conditions": [c.to_dict() for c in self.conditions],
             "evidence": self.evidence,
         }
 
@@ -133,13 +126,13 @@ def _off_policy(
         else f"no decision of {live} in the log"
     )
     head = (
-        f"DR {challenger} {estimate.value:.4f} [{estimate.low:.4f}, {estimate.high:.4f}] vs {seen}"
+        f"DR {challenger} {estimate.text()} vs {seen}"
     )
     if comparison is None or comparison.difference is None:
         return _simulator_alone(f"{head}; no decision of {live} it scored")
     d = comparison.difference
     figure = (
-        f"{head}; paired difference {d.value:+.4f} [{d.low:+.4f}, {d.high:+.4f}] "
+        f"{head}; paired difference {d.text(signed=True)} "
         f"over {comparison.decisions:,} decisions"
     )
     if d.low > -delta:
@@ -194,15 +187,5 @@ def decide_promotion(
     }
     if evaluation is not None:
         evidence["evaluation"] = evaluation.to_dict()
-    return PromotionDecision(challenger, live, conditions, _finite(evidence))
+    return PromotionDecision(challenger, live, conditions, json_numbers(evidence))
 
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities as None (the evidence is written as JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value

@@ -11,7 +11,7 @@ agree; the gate's other rules are unchanged:
 2. sampling known: every human score used was drawn in the experiment's judging order (the
    judge's calibration is reported, not required);
 3. ranks first: the leader is decided: every other cell's anytime-valid confidence sequence
-   (`compare._confseq`, α / (C − 1) each, every cell's human scores on 6+ scenarios) lies
+   (`stats._confseq`, α / (C − 1) each, every cell's human scores on 6+ scenarios) lies
    below it. The gate may be asked after every label: this keeps the chance of ever
    promoting a cell that is not truly best at most α;
 4. beats production: on the same model, the combined tier's gain over the production prompt
@@ -24,20 +24,14 @@ as before, and the gate says why the combined tier was not used.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tipbench.compare import (
-    ALPHA,
-    AnytimeLeader,
-    Leaderboard,
-    LeaderboardRow,
-    PairedComparison,
-    pairs_needed,
-)
+from tipbench.compare import Leaderboard, LeaderboardRow
+from tipbench.judging import AnytimeLeader
 from tipbench.promote._registry import ProductionPrompt
+from tipbench.stats import ALPHA, PairedComparison, json_number, pairs_needed
 
 Versus = Callable[[tuple[str, str], tuple[str, str]], PairedComparison | None]
 """``versus(a, b)``: cell b minus cell a in the combined tier (None: no estimate)."""
@@ -72,10 +66,6 @@ def combined_usable(
         f"both tiers have scores, drawn in the experiment's {judging.order} judging order: "
         f"{used} human-judged runs, worth {worth:.1f} with the judge's scores"
     )
-
-
-def _number(x: float) -> float | None:
-    return None if math.isnan(x) else x
 
 
 def _enough(row: LeaderboardRow, needed: int) -> tuple[bool, str]:
@@ -143,12 +133,12 @@ def decide_combined(
             record["vs_production"] = {
                 "combined": {
                     "n_pairs": gain.n_pairs,
-                    "diff": _number(gain.mean_diff),
-                    "ci_low": _number(gain.ci_low),
-                    "ci_high": _number(gain.ci_high),
-                    "p_value": _number(gain.p_value),
-                    "cs_low": _number(gain.cs_low),
-                    "cs_high": _number(gain.cs_high),
+                    "diff": json_number(gain.mean_diff),
+                    "ci_low": json_number(gain.ci_low),
+                    "ci_high": json_number(gain.ci_high),
+                    "p_value": json_number(gain.p_value),
+                    "cs_low": json_number(gain.cs_low),
+                    "cs_high": json_number(gain.cs_high),
                 }
             }
     return model, prompt, checks, record

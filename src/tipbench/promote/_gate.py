@@ -7,18 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tipbench.compare import (
-    ALPHA,
-    AnytimeLeader,
-    Leaderboard,
-    LeaderboardRow,
-    PairedComparison,
-    pairs_needed,
-    verdict,
-)
-from tipbench.compare import paired_comparison as compare_pairs
+from tipbench.compare import Leaderboard, LeaderboardRow
+from tipbench.judging import AnytimeLeader
 from tipbench.promote._combined_gate import CombinedEvidence, combined_usable, decide_combined
 from tipbench.promote._registry import ProductionPrompt
+from tipbench.stats import ALPHA, PairedComparison, json_number, pairs_needed, verdict
+from tipbench.stats import paired_comparison as compare_pairs
 
 DEFAULT_MARGIN = 0.5  # composite points (2–17 scale) the winner must gain over production
 
@@ -78,15 +72,12 @@ def _vs(a: LeaderboardRow, b: LeaderboardRow) -> PairedComparison:
 
 
 def _comparison(c: PairedComparison) -> dict[str, Any]:
-    def number(x: float) -> float | None:
-        return None if math.isnan(x) else x
-
     return {
         "n_pairs": c.n_pairs,
-        "diff": number(c.mean_diff),
-        "ci_low": number(c.ci_low),
-        "ci_high": number(c.ci_high),
-        "p_value": number(c.p_value),
+        "diff": json_number(c.mean_diff),
+        "ci_low": json_number(c.ci_low),
+        "ci_high": json_number(c.ci_high),
+        "p_value": json_number(c.p_value),
     }
 
 
@@ -190,10 +181,6 @@ def _decide_both(
         checks.append(check)
         evidence["vs_production"] = margins
     return Decision(model, prompt, prod, tuple(checks), evidence)
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def _human_first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Check:
@@ -347,7 +334,7 @@ def _beats(
     )
     low, high = sequence if sequence is not None else (math.nan, math.nan)
     evidence = {
-        "human": _comparison(gain) | {"cs_low": _finite(low), "cs_high": _finite(high)},
+        "human": _comparison(gain) | {"cs_low": json_number(low), "cs_high": json_number(high)},
         "auto": auto_gain and _comparison(auto_gain),
     }
     text = (

@@ -12,10 +12,10 @@ from tipbench.compare import (
     DEFAULT_MIN_SCENARIOS,
     combined_board,
     combined_versus,
-    judging_state,
     leaderboards_for,
 )
 from tipbench.judge import DEFAULT_MIN_KAPPA, TIERS
+from tipbench.judging import judging_state
 from tipbench.promote._combined_gate import CombinedEvidence
 from tipbench.promote._gate import DEFAULT_MARGIN, Decision, decide
 from tipbench.promote._registry import PRODUCTION_ALIAS, production_prompt, promote_prompt

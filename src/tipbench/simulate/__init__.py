@@ -20,7 +20,6 @@ from tipbench.simulate._play import Contender, Played, Served, play, serve, unif
 from tipbench.simulate._render import paired_interval, render_report
 from tipbench.simulate._report import (
     METRICS,
-    Estimate,
     PolicyReport,
     SimulationReport,
     paired_dict,
@@ -77,7 +76,6 @@ __all__ = [
     "PLOT_FILE",
     "REPORT_FILE",
     "Contender",
-    "Estimate",
     "Metrics",
     "Played",
     "PolicyReport",

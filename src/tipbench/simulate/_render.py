@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import math
 
-from tipbench.compare import PairedComparison, pairs_needed
-from tipbench.simulate._report import Estimate, SimulationReport
-
-
-def _ci(e: Estimate, signed: bool = False) -> str:
-    f = "{:+.4f}" if signed else "{:.4f}"
-    return f"{f.format(e.mean)} [{f.format(e.low)}, {f.format(e.high)}]"
+from tipbench.simulate._report import SimulationReport
+from tipbench.stats import PairedComparison, pairs_needed
 
 
 def paired_interval(c: PairedComparison) -> str:
@@ -40,10 +35,10 @@ def render_report(report: SimulationReport, header: str) -> list[str]:
         )
         o = p.overall
         lines.append(
-            f"{name:<{width}}{_ci(o['reward']):<27}{o['regret'].mean:<9.4f}"
-            f"{o['completion'].mean:<11.3f}{o['dismiss'].mean:<11.3f}{versus}"
+            f"{name:<{width}}{o['reward'].text():<27}{o['regret'].value:<9.4f}"
+            f"{o['completion'].value:<11.3f}{o['dismiss'].value:<11.3f}{versus}"
         )
-    lines.append(f"{'oracle':<{width}}{_ci(report.oracle):<27}(knows the true model)")
+    lines.append(f"{'oracle':<{width}}{report.oracle.text():<27}(knows the true model)")
     personas = list(dict.fromkeys(k for p in report.policies for k in p.per_persona))
     lines += [
         "",
@@ -54,7 +49,7 @@ def render_report(report: SimulationReport, header: str) -> list[str]:
         cells = []
         for p in report.policies:
             e = p.per_persona.get(persona, {}).get("reward")
-            cells.append(f"{e.mean:>14.4f}" if e is not None else f"{'—':>14}")
+            cells.append(f"{e.value:>14.4f}" if e is not None else f"{'—':>14}")
         lines.append(f"{persona:<14}" + "".join(cells))
     lines += [
         "",
@@ -63,6 +58,6 @@ def render_report(report: SimulationReport, header: str) -> list[str]:
     ]
     for day in range(report.days):
         lines.append(
-            f"{day + 1:<14}" + "".join(f"{p.per_day[day].mean:>14.4f}" for p in report.policies)
+            f"{day + 1:<14}" + "".join(f"{p.per_day[day].value:>14.4f}" for p in report.policies)
         )
     return lines

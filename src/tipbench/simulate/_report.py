@@ -1,50 +1,40 @@
 """A simulation's report: every policy's figures over seeds, with CIs and paired differences.
 
 Each figure is the mean over seeds of the per-seed means, with a 95% bootstrap interval over
-seeds (`tipbench.compare.bootstrap_mean_ci`, as the leaderboard's). Every policy saw the same
-worlds (common random numbers), so each is compared with the live policy paired by seed:
-the mean per-seed difference of reward, its interval and the sign-flip permutation p-value
-(`tipbench.compare.paired_comparison`).
+seeds (`tipbench.stats.bootstrap_mean_ci`, as the leaderboard's), a `tipbench.stats.Estimate`.
+Every policy saw the same worlds (common random numbers), so each is compared with the live
+policy paired by seed: the mean per-seed difference of reward, its interval and the sign-flip
+permutation p-value (`tipbench.stats.paired_comparison`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from tipbench.compare import CONFIDENCE, PairedComparison, bootstrap_mean_ci, paired_comparison
 from tipbench.simulate._outcome import Metrics, SeedOutcome
+from tipbench.stats import (
+    CONFIDENCE,
+    Estimate,
+    IntervalMethod,
+    PairedComparison,
+    bootstrap_mean_ci,
+    json_number,
+    paired_comparison,
+)
 
 METRICS = ("reward", "regret", "completion", "dismiss")
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A mean over seeds with its confidence interval."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-
-    @classmethod
-    def over(cls, values: Sequence[float], seed: int = 0) -> Estimate:
-        finite = [v for v in values if not math.isnan(v)]
-        mean, low, high = bootstrap_mean_ci(finite, CONFIDENCE, seed=seed)
-        return cls(mean, low, high, len(finite))
-
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {k: _number(v) for k, v in asdict(self).items()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Estimate:
-        def number(key: str) -> float:
-            value = data.get(key)
-            return math.nan if value is None else float(value)
-
-        return cls(number("mean"), number("low"), number("high"), int(data.get("n") or 0))
+def over_seeds(values: Sequence[float], seed: int = 0) -> Estimate:
+    """The mean of per-seed figures (NaN ones left out) with its `CONFIDENCE` percentile
+    bootstrap interval over the seeds."""
+    finite = [v for v in values if not math.isnan(v)]
+    mean, low, high = bootstrap_mean_ci(finite, CONFIDENCE, seed=seed)
+    method: IntervalMethod = "none" if math.isnan(low) or math.isnan(high) else "bootstrap"
+    return Estimate(mean, low, high, method, n=len(finite))
 
 
 @dataclass(frozen=True)
@@ -151,9 +141,9 @@ class SimulationReport:
                 row: dict[str, Any] = {"policy": report.policy, "persona": persona}
                 for name in METRICS:
                     estimate = metrics[name]
-                    row[name] = _number(estimate.mean)
-                    row[f"{name}_low"] = _number(estimate.low)
-                    row[f"{name}_high"] = _number(estimate.high)
+                    row[name] = json_number(estimate.value)
+                    row[f"{name}_low"] = json_number(estimate.low)
+                    row[f"{name}_high"] = json_number(estimate.high)
                 row["seeds"] = metrics["reward"].n
                 rows.append(row)
         return rows
@@ -162,15 +152,11 @@ class SimulationReport:
 def paired_dict(c: PairedComparison) -> dict[str, Any]:
     return {
         "n_pairs": c.n_pairs,
-        "diff": _number(c.mean_diff),
-        "ci_low": _number(c.ci_low),
-        "ci_high": _number(c.ci_high),
-        "p_value": _number(c.p_value),
+        "diff": json_number(c.mean_diff),
+        "ci_low": json_number(c.ci_low),
+        "ci_high": json_number(c.ci_high),
+        "p_value": json_number(c.p_value),
     }
-
-
-def _number(value: float | int) -> float | int | None:
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def versus(live: Sequence[SeedOutcome], other: Sequence[SeedOutcome]) -> PairedComparison:
@@ -182,7 +168,7 @@ def versus(live: Sequence[SeedOutcome], other: Sequence[SeedOutcome]) -> PairedC
 
 
 def _estimates(metrics: Sequence[Metrics]) -> dict[str, Estimate]:
-    return {name: Estimate.over([getattr(m, name) for m in metrics]) for name in METRICS}
+    return {name: over_seeds([getattr(m, name) for m in metrics]) for name in METRICS}
 
 
 def summarise(
@@ -209,7 +195,7 @@ def summarise(
     for policy, found in by_policy.items():
         present = {p for o in found for p in o.per_persona}
         order = [*personas, *sorted(present - set(personas))]
-        per_day = tuple(Estimate.over([o.per_day[d] for o in found]) for d in range(days))
+        per_day = tuple(over_seeds([o.per_day[d] for o in found]) for d in range(days))
         reports.append(
             PolicyReport(
                 policy=policy,
@@ -226,5 +212,5 @@ def summarise(
                 vs_live=None if policy == live else versus(by_policy[live], found),
             )
         )
-    oracle = Estimate.over([o.oracle_reward for o in by_policy[live]])
+    oracle = over_seeds([o.oracle_reward for o in by_policy[live]])
     return SimulationReport(live, seeds, days, oracle, tuple(reports))

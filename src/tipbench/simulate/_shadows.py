@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tipbench.compare import PairedComparison, paired_comparison
 from tipbench.policies import SHADOW_WEIGHTINGS, Vector
 from tipbench.simulate._play import Contender, Played, serve
-from tipbench.simulate._report import Estimate
+from tipbench.simulate._report import over_seeds
 from tipbench.simulate._simulation import SimulationConfig, load_study
 from tipbench.simulate._world import World, make_world
+from tipbench.stats import Estimate, PairedComparison, paired_comparison
 
 
 def true_values(worlds: Sequence[World], probabilities: Vector) -> Vector:
@@ -76,10 +76,10 @@ def shadow_study(
         rules.append(
             ShadowRule(
                 weighting=weighting,
-                values={name: Estimate.over(list(v.values())) for name, v in per_seed.items()},
+                values={name: over_seeds(list(v.values())) for name, v in per_seed.items()},
                 per_seed=per_seed,
                 vs_first={name: _paired(first[name], per_seed[name]) for name in first},
-                live=Estimate.over(list(live_values.values())),
+                live=over_seeds(list(live_values.values())),
                 vs_live={name: _paired(live_values, v) for name, v in per_seed.items()},
             )
         )

@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from tipbench._errors import TrackingError
-from tipbench.simulate._report import METRICS, Estimate
+from tipbench.simulate._report import METRICS, over_seeds
 from tipbench.simulate._simulation import Simulation
+from tipbench.stats import Estimate
 from tipbench.tracking import KIND_TAG, RunRecord, TrackingStore, short_error, write_run
 
 KIND_SIMULATION = "policy_simulation"
@@ -60,7 +61,7 @@ def cumulative_rewards(simulation: Simulation) -> dict[str, list[Estimate]]:
     for policy in simulation.study.config.policies:
         seeds = [o for o in simulation.outcomes if o.policy == policy]
         totals = np.cumsum(np.array([o.per_day for o in seeds]) * per_day, axis=1)
-        curves[policy] = [Estimate.over(list(day)) for day in totals.T]
+        curves[policy] = [over_seeds(list(day)) for day in totals.T]
     return curves
 
 
@@ -75,7 +76,7 @@ def plot_cumulative(simulation: Simulation, path: Path) -> Path:
     figure, axis = plt.subplots(figsize=(8, 4.5), layout="constrained")
     for policy, curve in cumulative_rewards(simulation).items():
         days = np.arange(1, len(curve) + 1)
-        mean = [e.mean for e in curve]
+        mean = [e.value for e in curve]
         label = f"{policy} (live)" if policy == simulation.report.live else policy
         (line,) = axis.plot(days, mean, marker="o", markersize=3, label=label)
         axis.fill_between(
@@ -97,16 +98,16 @@ def plot_cumulative(simulation: Simulation, path: Path) -> Path:
 def _parent(simulation: Simulation, plot: Path) -> RunRecord:
     study, report = simulation.study, simulation.report
     config = study.config
-    metrics: dict[str, float] = {"oracle_reward": report.oracle.mean}
+    metrics: dict[str, float] = {"oracle_reward": report.oracle.value}
     for policy in report.policies:
         for name in METRICS:
-            metrics[f"{name}.{policy.policy}"] = policy.overall[name].mean
+            metrics[f"{name}.{policy.policy}"] = policy.overall[name].value
         metrics[f"reward_low.{policy.policy}"] = policy.overall["reward"].low
         metrics[f"reward_high.{policy.policy}"] = policy.overall["reward"].high
         if policy.vs_live is not None:
             metrics[f"diff.{policy.policy}"] = policy.vs_live.mean_diff
             metrics[f"p_value.{policy.policy}"] = policy.vs_live.p_value
-    best = max(report.policies, key=lambda p: p.overall["reward"].mean)
+    best = max(report.policies, key=lambda p: p.overall["reward"].value)
     return RunRecord(
         run_name=f"simulate {','.join(config.policies)}",
         params={

@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import Field
 
 from tipbench._errors import SuiteError
-from tipbench.suite._files import Identifier, Text, _Strict
+from tipbench.suite._files import Identifier, Text, _Strict, read_model
 from tipbench.suite._rubric import Rubric
 from tipbench.suite._scenario import Scenario, content_hash
 
@@ -85,9 +85,7 @@ def load_calibration(file: Path, rubric: Rubric, scenarios: tuple[Scenario, ...]
     Raises:
         SuiteError: naming the file and the problem.
     """
-    from tipbench.suite._suite import _read  # the suite's YAML reader, one home for its errors
-
-    data = _read(file, CalibrationFile)
+    data = read_model(file, CalibrationFile)
     if data.rubric != rubric.id:
         raise SuiteError(f"{file}: rubric {data.rubric!r} is not the suite's {rubric.id!r}")
     if len(data.tips) < MIN_CALIBRATION_TIPS:

@@ -6,15 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
-
-import yaml
-from pydantic import BaseModel, ValidationError
 
 from tipbench._errors import ConfigError, SuiteError
 from tipbench.suite._calibration import CALIBRATION_FILE, CalibrationSet, load_calibration
 from tipbench.suite._catalogue import CATALOGUE_FILE, Catalogue, CatalogueFile, catalogue_from_file
-from tipbench.suite._files import PromptFile, RubricFile, ScenariosFile, SuiteFile
+from tipbench.suite._files import PromptFile, RubricFile, ScenariosFile, SuiteFile, read_model
 from tipbench.suite._population import (
     POPULATION_FILE,
     Population,
@@ -40,11 +36,6 @@ from tipbench.suite._scenario import (
 )
 
 DEFAULT_SUITE = "tips"
-#: libyaml's safe loader where PyYAML has it: a suite loads 15–20× faster (every phase loads
-#: it, `tipbench optimize` once per evaluation).
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-_Model = TypeVar("_Model", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -132,7 +123,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
     folder = Path(path) if path is not None else bundled_suite_path()
     if not folder.is_dir():
         raise SuiteError(f"{folder}: suite folder not found")
-    meta = _read(folder / "suite.yaml", SuiteFile)
+    meta = read_model(folder / "suite.yaml", SuiteFile)
     scenarios = _scenarios(folder / "scenarios.yaml")
     prompts = _prompts(folder / "prompts")
     rubric = _rubric(
@@ -151,7 +142,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
     population_file = folder / POPULATION_FILE
     population = None
     if population_file.exists():
-        data = _read(population_file, PopulationFile)
+        data = read_model(population_file, PopulationFile)
         population = population_from_file(population_file, data, scenarios, catalogue)
     return Suite(
         name=meta.name,
@@ -174,26 +165,6 @@ def _written_by_hand(prompts: dict[str, PromptVersion]) -> list[str]:
     return sorted(v for v, p in prompts.items() if p.proposal is None) or sorted(prompts)
 
 
-def _read(file: Path, model: type[_Model]) -> _Model:
-    if not file.is_file():
-        raise SuiteError(f"{file}: missing file")
-    try:
-        data: Any = yaml.load(file.read_text(encoding="utf-8"), Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SuiteError(f"{file}: bad YAML{where}: {problem}") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"{file}: not UTF-8 text") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        raise SuiteError(f"{file}: {loc}: {error['msg']}") from None
-
-
 def _unique(file: Path, kind: str, ids: Iterable[str]) -> None:
     seen: set[str] = set()
     for item in ids:
@@ -203,7 +174,7 @@ def _unique(file: Path, kind: str, ids: Iterable[str]) -> None:
 
 
 def _scenarios(file: Path) -> tuple[Scenario, ...]:
-    data = _read(file, ScenariosFile)
+    data = read_model(file, ScenariosFile)
     _unique(file, "persona", (p.id for p in data.personas))
     _unique(file, "time slot", (s.id for s in data.time_slots))
     scenarios = tuple(
@@ -231,7 +202,7 @@ def _prompts(folder: Path) -> dict[str, PromptVersion]:
         raise SuiteError(f"{folder}: no prompt versions (expected prompts/<version>.yaml)")
     prompts: dict[str, PromptVersion] = {}
     for file in files:
-        data = _read(file, PromptFile)
+        data = read_model(file, PromptFile)
         if data.version != file.stem:
             raise SuiteError(f"{file}: version {data.version!r} does not match the file name")
         for part in ("system", "user"):
@@ -258,11 +229,11 @@ def _prompts(folder: Path) -> dict[str, PromptVersion]:
 
 
 def _catalogue(file: Path) -> Catalogue | None:
-    return catalogue_from_file(file, _read(file, CatalogueFile)) if file.exists() else None
+    return catalogue_from_file(file, read_model(file, CatalogueFile)) if file.exists() else None
 
 
 def _rubric(file: Path, rubric_id: str, scenario_ids: set[str]) -> Rubric:
-    data = _read(file, RubricFile)
+    data = read_model(file, RubricFile)
     if data.id != rubric_id:
         raise SuiteError(f"{file}: id {data.id!r} does not match the file name")
     names = tuple(c.name for c in data.criteria)

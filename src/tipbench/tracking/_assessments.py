@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tipbench.suite import CRITERIA, FLAGS, SCORE_NAMES
-from tipbench.tracking._cell_run import Scores, Tier
+from tipbench.tracking._scores import Scores, Tier
 from tipbench.tracking._trace import candidate_of_span, candidate_span_id, tracing_client
 
 if TYPE_CHECKING:

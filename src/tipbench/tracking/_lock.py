@@ -39,7 +39,7 @@ from typing import IO
 from urllib.parse import urlparse
 
 from tipbench._errors import TrackingError
-from tipbench.tracking._cell_run import KIND_TAG
+from tipbench.tracking._layout import KIND_TAG
 from tipbench.tracking._store import TrackingStore, short_error
 
 KIND_LOCK = "lock"

@@ -15,7 +15,8 @@ from urllib.parse import urlparse
 
 from tipbench._errors import ExperimentNotFound, TrackingError
 from tipbench._redact import redact_text, redact_uri
-from tipbench.tracking._cell_run import KIND_TAG, CellRun, cell_selection
+from tipbench.tracking._cell_run import CellRun
+from tipbench.tracking._layout import KIND_TAG, cell_selection
 from tipbench.tracking._new_store import TEMPLATES_DIR, is_new, seed_new_store, sqlite_path
 from tipbench.tracking._probe import server_has_experiment
 from tipbench.tracking._sql_reader import NotReadable, StoredRun, open_reader
@@ -39,7 +40,7 @@ _MLFLOW_DEFAULTS = {
 # runs from SQLite in 5,000-run pages takes 5-10% longer; bench/leaderboard_scale.py).
 _PAGE_SIZE = 50_000
 
-#: The kind of a collection's parent run (a cell run's layout: `_cell_run`).
+#: The kind of a collection's parent run (a cell run's layout: `_layout`).
 KIND_COLLECTION = "collection"
 
 

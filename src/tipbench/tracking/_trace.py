@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tipbench.tracking._cell_run import KIND_CELL, KIND_TAG, CellParam, CellTag
+from tipbench.tracking._layout import KIND_CELL, KIND_TAG, CellParam, CellTag
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

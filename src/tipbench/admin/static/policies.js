@@ -7,7 +7,7 @@
   const $ = (id) => document.getElementById(id);
   const fixed = (x, digits = 4) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
   const signed = (x) => (x === null || x === undefined ? "—" : (x >= 0 ? "+" : "") + Number(x).toFixed(4));
-  const ci = (e) => (e && e.mean !== null ? `${fixed(e.mean)} [${fixed(e.low)}, ${fixed(e.high)}]` : "—");
+  const ci = (e) => (e && e.value !== null ? `${fixed(e.value)} [${fixed(e.low)}, ${fixed(e.high)}]` : "—");
   const interval = (e) => (e ? `${fixed(e.value)} [${fixed(e.low)}, ${fixed(e.high)}]` : "—");
   const count = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en"));
 
@@ -67,9 +67,9 @@
           return el("tr", { "data-role": p.policy === report.live ? "live" : "other" },
             el("td", {}, p.policy === report.live ? `${p.policy} (live)` : p.policy),
             el("td", { class: "num" }, ci(p.overall.reward)),
-            el("td", { class: "num" }, fixed(p.overall.regret.mean)),
-            el("td", { class: "num" }, fixed(p.overall.completion.mean, 3)),
-            el("td", { class: "num" }, fixed(p.overall.dismiss.mean, 3)),
+            el("td", { class: "num" }, fixed(p.overall.regret.value)),
+            el("td", { class: "num" }, fixed(p.overall.completion.value, 3)),
+            el("td", { class: "num" }, fixed(p.overall.dismiss.value, 3)),
             el("td", { class: "num" }, vs ? `${signed(vs.diff)} [${signed(vs.ci_low)}, ${signed(vs.ci_high)}]` : "—"),
             el("td", { class: "num" }, vs && vs.p_value !== null ? Number(vs.p_value).toPrecision(3) : "—"));
         }),

@@ -1,0 +1,149 @@
+"""The leader as the confidence sequences see it, in any tier: what promotion rests on.
+
+The promotion gate may be asked again after every label (the judging page, `bench_judged`),
+so the standings it rests on must hold however often they are read. `anytime_leader` reads
+a tier's `LeaderDecision` (`stats._confseq`: every other cell's sequence below the
+leader's, α split over the comparisons, human scores on enough scenarios on both sides) as
+names and one message: decided, or why not. The human tier gets its decision from the same
+machinery on its human-judged scenario values alone (`human_decision`); the combined tier
+from its judging order's sample.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tipbench._words import counted
+from tipbench.stats import (
+    Judged,
+    LeaderDecision,
+    Sample,
+    decide_leader,
+    estimate,
+    json_number,
+    scenarios_needed,
+)
+
+__all__ = ["AnytimeLeader", "anytime_leader", "cannot_decide", "human_decision"]
+
+
+def cannot_decide(n_scenarios: int, alpha: float) -> str | None:
+    """What every view says when the experiment's scenarios are too few for any decision
+    (None when they are enough): no paired comparison can reach p < α on them."""
+    needed = scenarios_needed(alpha)
+    if n_scenarios >= needed:
+        return None
+    return f"cannot be decided on {counted(n_scenarios, 'scenario')}: collect at least {needed}"
+
+
+@dataclass(frozen=True)
+class AnytimeLeader:
+    """A tier's leader by its confidence sequences (valid however often one looks).
+
+    Attributes:
+        leader: The leading cell's name (`model|prompt`), None before every cell has an
+            estimate.
+        decided: Every other cell's sequence lies below the leader's.
+        message: "the leader is decided", or why not (in words every view shows).
+        sequences: Per other cell, the sequence of its difference with the leader (other −
+            leader; infinite ends while it has none).
+        alpha: The level of each comparison (α / (C − 1)).
+    """
+
+    leader: str | None
+    decided: bool
+    message: str
+    sequences: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    alpha: float = math.nan
+
+    def gain_over(self, name: str) -> tuple[float, float] | None:
+        """The sequence of (leader − `name`), None if `name` is not compared."""
+        if name not in self.sequences:
+            return None
+        low, high = self.sequences[name]
+        return -high, -low
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "leader": self.leader,
+            "decided": self.decided,
+            "message": self.message,
+            "alpha_per_comparison": json_number(self.alpha),
+            "sequences": {
+                name: [json_number(low), json_number(high)]
+                for name, (low, high) in self.sequences.items()
+            },
+        }
+
+
+def anytime_leader(
+    names: Sequence[str],
+    decision: LeaderDecision,
+    human_scenarios: Sequence[int],
+    n_scenarios: int,
+    alpha: float,
+) -> AnytimeLeader:
+    """A one-pool decision in names and words.
+
+    Args:
+        names: Each cell's name, in the decision's cell order.
+        decision: `decide_leader` on one pool.
+        human_scenarios: Each cell's human-judged scenarios.
+        n_scenarios: The experiment's scenarios (what its cells' runs cover at most).
+        alpha: The level over all comparisons.
+    """
+    too_few = cannot_decide(n_scenarios, alpha)
+    leader = int(decision.leader[0]) if len(decision.leader) else -1
+    pair = decision.comparisons
+    spans = {
+        names[int(b)]: (float(low), float(high))
+        for b, low, high in zip(pair.b, decision.low, decision.high, strict=True)
+    }
+    each = float(decision.alpha[0]) if len(decision.alpha) else alpha
+    name = names[leader] if leader >= 0 else None
+    if too_few is not None:
+        return AnytimeLeader(name, False, too_few, spans, each)
+    if leader < 0:
+        return AnytimeLeader(None, False, "a cell has no estimate yet", spans, each)
+    if bool(decision.decided[0]):
+        return AnytimeLeader(name, True, "the leader is decided", spans, each)
+    needed = decision.needed
+    short = [(names[c], n) for c, n in enumerate(human_scenarios) if n < needed]
+    if short:
+        cell, n = min(short, key=lambda item: item[1])
+        message = (
+            f"every cell needs human scores on at least {needed} scenarios before the leader "
+            f"can be decided ({cell}: {n})"
+        )
+        return AnytimeLeader(name, False, message, spans, each)
+    open_ = [(other, span) for other, span in spans.items() if not span[1] < 0]
+    other, (low, high) = max(open_, key=lambda item: item[1][1])
+    message = (
+        f"{other} may still be ahead of {name}: the confidence sequence of their difference "
+        f"is [{low:+.2f}, {high:+.2f}]"
+    )
+    return AnytimeLeader(name, False, message, spans, each)
+
+
+def human_decision(
+    judged: Judged, alpha: float, n_opt: float
+) -> tuple[LeaderDecision, npt.NDArray[np.intp]]:
+    """The human tier's `LeaderDecision` for every pool of `judged` (its human-scored units
+    alone, each standing for itself: `Judged.human_tier`), and each cell's human-judged
+    scenarios.
+
+    Args:
+        judged: The units (their judge scores are not used).
+        alpha: The level over all comparisons.
+        n_opt: The experiment's scenarios (fixed: where the sequences are tightest).
+    """
+    tier = judged.human_tier()
+    estimates = estimate(tier, Sample.none(), use_judge=False)
+    decision = decide_leader(tier, Sample.none(), estimates, alpha, n_opt)
+    return decision, estimates.n_human_scenarios

@@ -1,0 +1,236 @@
+"""Real servers for tests and benchmarks, started as subprocesses on loopback ephemeral ports.
+
+Each is a context manager: entering starts the subprocess in its own session and waits until
+it answers its health check; leaving stops the whole process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+from tipbench.backends._aligned import BLOCK
+
+#: The serving and admin tokens `PolicyServer` starts the policy service with.
+POLICY_TOKEN = "policy-service-token-0123456789"
+POLICY_ADMIN_TOKEN = "policy-admin-token-9876543210"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def stop_group(process: subprocess.Popen[bytes], term_s: float = 20.0) -> None:
+    """End `process` and its whole group (it was started in a session of its own): SIGTERM,
+    then SIGKILL after `term_s`, and SIGKILL again for anything that outlived the leader."""
+    if process.poll() is None:
+        for sig, wait_s in ((signal.SIGTERM, term_s), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+            try:
+                process.wait(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+class ServerProcess:
+    """A subprocess serving HTTP on 127.0.0.1; stopped with its whole process group."""
+
+    health_path = "/"
+    start_timeout_s = 90.0
+    env: dict[str, str] | None = None
+    """Variables set for the subprocess on top of this process's environment."""
+    log_mode = "wb"  # "ab" keeps the log of an earlier start (a restart after a kill)
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log = (self.workdir / "server.log").open(self.log_mode)
+        self.process = subprocess.Popen(
+            self.command(),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.workdir,
+            env=None if self.env is None else {**os.environ, **self.env},
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.command()[:4]} exited: {self.log_text()[-2000:]}")
+            if self.ready():
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server did not start in time: {self.log_text()[-2000:]}")
+
+    def ready(self) -> bool:
+        """Whether the server answers its health check yet."""
+        try:
+            with urllib.request.urlopen(self.url + self.health_path, timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def log_text(self) -> str:
+        return (self.workdir / "server.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if hasattr(self, "log"):
+            self.log.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class MlflowServer(ServerProcess):
+    """`mlflow server` with a SQLite store, proxying artifacts (`mlflow-artifacts:/`)."""
+
+    health_path = "/health"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "mlflow", "server",
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--backend-store-uri", f"sqlite:///{self.workdir / 'mlflow.db'}",
+            "--artifacts-destination", str(self.workdir / "artifacts"),
+            "--workers", "1",
+        ]  # fmt: skip
+
+
+class LlamaCppServer(ServerProcess):
+    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`)."""
+
+    health_path = "/v1/models"
+
+    def __init__(
+        self,
+        workdir: Path,
+        model_path: Path,
+        alias: str = "smollm2",
+        cpus: frozenset[int] | None = None,
+    ) -> None:
+        """`cpus`: run on these CPUs only, one thread each (else where and as it likes)."""
+        super().__init__(workdir)
+        self.model_path = model_path
+        self.alias = alias
+        self.cpus = cpus
+        self.env = {"PYTHONUNBUFFERED": "1"}  # its log shows at once when a client hung up
+
+    def command(self) -> list[str]:
+        command = [
+            sys.executable, "-m", "tipbench_dev.llama_server",
+            "--model", str(self.model_path), "--model_alias", self.alias,
+            "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
+            "--n_batch", str(BLOCK),  # a fresh prompt is evaluated as the embedded backend does
+        ]  # fmt: skip
+        if not self.cpus:
+            return command
+        threads = str(len(self.cpus))
+        pinned = ["taskset", "-c", ",".join(map(str, sorted(self.cpus)))]
+        return [*pinned, *command, "--n_threads", threads, "--n_threads_batch", threads]
+
+
+class TipbenchServer(ServerProcess):
+    """`tipbench serve` (the admin app and its job runner), configured by `env`."""
+
+    health_path = "/login"  # the one route that answers without a token
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        super().__init__(workdir)
+        self.env = env
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "tipbench.cli", "serve", "--port", str(self.port)]
+
+    def rss_peak_kib(self) -> int:
+        """The server process's peak resident memory so far (VmHWM), in KiB."""
+        assert self.process is not None
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(
+            next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]
+        )
+
+
+class PolicyServer(ServerProcess):
+    """`tipbench policy serve` with the serving token `POLICY_TOKEN` (which `client()`
+    carries) and the admin token `POLICY_ADMIN_TOKEN` (`admin_client()`); `env` adds to
+    or overrides the variables it starts with."""
+
+    start_timeout_s = 60.0
+    log_mode = "ab"
+
+    def __init__(
+        self, workdir: Path, state_url: str, *options: str, env: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(workdir)
+        self.state_url = state_url
+        self.options = options
+        self.env = {
+            "TIPBENCH_POLICY_TOKEN": POLICY_TOKEN,
+            "TIPBENCH_POLICY_ADMIN_TOKEN": POLICY_ADMIN_TOKEN,
+            "TIPBENCH_HOME": str(workdir / "home"),
+            **(env or {}),
+        }
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "tipbench.cli", "policy", "serve",
+            "--host", "127.0.0.1", "--port", str(self.port), "--state-url", self.state_url,
+            *self.options,
+        ]  # fmt: skip
+
+    def ready(self) -> bool:
+        # The health check needs the token, like every route of the service.
+        try:
+            with self.client(timeout=2) as client:
+                return client.get("/ping").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def client(self, token: str | None = POLICY_TOKEN, timeout: float = 30.0) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def admin_client(self, timeout: float = 30.0) -> httpx.Client:
+        return self.client(POLICY_ADMIN_TOKEN, timeout)
