@@ -6,8 +6,8 @@
 BLOCKS.json (written by `_optimize_recorded.py`) lists blocks in the order the optimizer
 made them: a model (GGUF path, context size) loaded, its requests, unloaded. The same
 blocks are replayed here, each model loaded as tipbench's embedded backend loads it (plain
-CPU buffers, the shortlist grammar, `TIPBENCH_LLAMA_THREADS`): what the same generations,
-judgments and reflections cost without the optimizer, with the same loads as its
+CPU buffers, prompts in blocks, the shortlist grammar, `TIPBENCH_LLAMA_THREADS`): what the
+same generations, judgments and reflections cost without the optimizer, with the same loads as its
 one-model-resident rule makes. It imports no tipbench (the model settings come from
 `_baseline_llamacpp.py`, itself checked against the backend by `collect_overhead.py`).
 OUT.json gets the completion tokens it generated and the recorded ones, to check that the
@@ -17,28 +17,18 @@ replay made the same generations.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
-from _baseline_llamacpp import plain_cpu_buffers, shortlist_grammar
+from _baseline_llamacpp import load_as_the_backend
 
 
 def main(blocks_path: str, out_path: str) -> None:
     with open(blocks_path, encoding="utf-8") as f:
         blocks = json.load(f)["blocks"]
-    threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
-    extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
-    shortlisted = shortlist_grammar()
-    from llama_cpp import Llama
-
     made = expected = 0
     for block in blocks:
-        with plain_cpu_buffers():
-            llm = Llama(
-                model_path=block["model_path"], n_ctx=block["n_ctx"], verbose=False, **extra
-            )
-        shortlisted(llm)
+        llm = load_as_the_backend(block["model_path"], block["n_ctx"], shortlist=True)
         for r in block["requests"]:
             response: Any = llm.create_chat_completion(
                 messages=r["messages"], temperature=r["temperature"], seed=r["seed"],

@@ -7,14 +7,15 @@ REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx`, `shortlist_gramm
 grammars on a shortlist first, as the embedded backend does) and, per model, its GGUF path
 and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`, `repeat_penalty`,
 `response_format`, `stream`). Each model is loaded as tipbench's embedded backend loads it
-(`n_ctx`, plain CPU buffers, `TIPBENCH_LLAMA_THREADS`), then asked with
+(`n_ctx`, plain CPU buffers, `TIPBENCH_LLAMA_THREADS`, prompts in blocks), then asked with
 `create_chat_completion`, one request after the other; a `stream` request is streamed, as
 collect streams its free requests. OUT.json gets each answer's text and completion tokens by
 name, and a streamed answer's chunks (one per token) under `pieces`.
 
-It imports no tipbench: this is what the same generations cost without it. With
-`shortlist_grammar` it loads tipbench's `_shortlist.py` on its own, a module that needs only
-llama-cpp-python and numpy, so that constrained requests are sampled as collect samples them.
+It imports no tipbench: this is what the same generations cost without it. It loads
+tipbench's `_aligned.py` (and with `shortlist_grammar` its `_shortlist.py`) on its own,
+modules that need only llama-cpp-python and numpy, so that prompts are evaluated and
+constrained requests sampled as collect does.
 It writes marks to stderr (`loading M`, `loaded M`, `[i/n] name`, `unloading M`) from which
 the caller times the phases and the requests.
 """
@@ -51,17 +52,37 @@ def plain_cpu_buffers() -> Iterator[None]:
         lib.llama_model_default_params = default
 
 
-def shortlist_grammar() -> Any:
-    """`tipbench.backends._shortlist.shortlist_grammar`, loaded from its file alone."""
+def backend_module(name: str) -> Any:
+    """A module of `tipbench.backends` (`_shortlist`, `_aligned`: they need only
+    llama-cpp-python, numpy and the standard library), loaded from its file alone."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "src" / "tipbench" / "backends" / "_shortlist.py"
-    spec = importlib.util.spec_from_file_location("_shortlist", path)
+    path = Path(__file__).parents[1] / "src" / "tipbench" / "backends" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.shortlist_grammar
+    return module
+
+
+def load_as_the_backend(model_path: str, n_ctx: int, shortlist: bool) -> Any:
+    """A `Llama` loaded as the embedded backend loads it: plain CPU buffers,
+    `TIPBENCH_LLAMA_THREADS`, prompts in blocks and whole blocks reused (`_aligned`), and
+    with `shortlist` grammars checked on a shortlist first (`_shortlist`)."""
+    from llama_cpp import Llama
+
+    aligned = backend_module("_aligned")
+    threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
+    extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
+    with plain_cpu_buffers():
+        llm = Llama(
+            model_path=model_path, n_ctx=n_ctx, n_batch=aligned.BLOCK, verbose=False, **extra
+        )
+    if shortlist:
+        backend_module("_shortlist").shortlist_grammar(llm)
+    aligned.align_prefix_reuse(llm)
+    return llm
 
 
 def mark(text: str) -> None:
@@ -71,18 +92,12 @@ def mark(text: str) -> None:
 def main(requests_path: str, out_path: str) -> None:
     with open(requests_path, encoding="utf-8") as f:
         spec = json.load(f)
-    threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
-    extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
     texts, tokens, pieces = {}, {}, {}
-    shortlisted = shortlist_grammar() if spec.get("shortlist_grammar") else None
     for block in spec["blocks"]:
         mark("loading " + block["model"])
-        from llama_cpp import Llama
-
-        with plain_cpu_buffers():
-            llm = Llama(model_path=block["model_path"], n_ctx=spec["n_ctx"], verbose=False, **extra)
-        if shortlisted is not None:
-            shortlisted(llm)
+        llm = load_as_the_backend(
+            block["model_path"], spec["n_ctx"], bool(spec.get("shortlist_grammar"))
+        )
         mark("loaded " + block["model"])
         for i, r in enumerate(block["requests"], start=1):
             response: Any = llm.create_chat_completion(
