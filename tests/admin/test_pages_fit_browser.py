@@ -23,7 +23,7 @@ from tipbench.judging import judging_state, next_run
 from tipbench.tracking import Scores, TrackingStore
 
 pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 from support.browser import chromium
 
@@ -162,6 +162,39 @@ def test_the_combined_table_scrolls_with_its_standing_in_view(
     assert edge["x"] + edge["width"] <= frame["x"] + frame["width"] + 0.5
     combined.scroll_into_view_if_needed()
     shot(page, f"bench-combined-{width}")
+    page.context.close()
+
+
+def test_a_board_the_reader_opened_stays_when_the_first_loads_answer_comes_late(
+    browser: Browser, server: TipbenchServer, experiment: str
+) -> None:
+    """The panel's first load shows the newest experiment's board; when its answer came
+    after the reader had opened another experiment's board, it replaced that board (the
+    table being read was drawn anew, with another experiment's figures). Now the board the
+    reader opened stays: the same table, its four combined rows."""
+    store = TrackingStore(server.tracking_uri)  # type: ignore[attr-defined]
+    combined_experiment(store, experiment)
+    newest = experiment.replace("-test-", "-newer-")  # no name contains the other
+    record_cells(server.tracking_uri, newest, n_scenarios=1)  # type: ignore[attr-defined]
+    page = open_page(browser, server, PHONE, "/")
+    held: list[Route] = []  # the first load's request for the newest board, answered late
+    page.route(f"**/api/bench/leaderboard/{newest}/view*", lambda route: held.append(route))
+    page.reload()
+    for _ in range(TIMEOUT_MS // 100):  # the route's handler runs as events are dispatched
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the first load asked for no board"
+    page.get_by_role("row", name=experiment).get_by_role("button", name="Leaderboard").click()
+    combined = page.get_by_role("region", name="Combined (human + automatic) leaderboard")
+    expect(combined.locator("tbody tr")).to_have_count(4)
+    table = combined.locator("table").element_handle()
+    with page.expect_response(lambda r: newest in r.url):
+        held[0].continue_()
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#leaderboard-experiment")).to_have_value(experiment)
+    expect(combined.locator("tbody tr")).to_have_count(4)
+    assert table.evaluate("e => e.isConnected")  # not drawn anew
     page.context.close()
 
 

@@ -4,7 +4,9 @@ benchmark (collect with the embedded model, the automatic judge, a human judge f
 
 The tests assert what a user sees (text on the page). MLflow 3.17's UI is a React app that
 loads its data after the page, so every check waits generously. Screenshots go to
-test-artifacts/mlflow-ui/.
+test-artifacts/mlflow-ui/. The one test that changes scores (feedback given in MLflow's
+trace view) works on a server, a store and a home of its own (MLflow's prompt registry and
+tipbench's response cache are shared across experiments), so the tests pass in any order.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ SHOTS = Path(__file__).parents[2] / "test-artifacts" / "mlflow-ui"
 TIMEOUT_MS = 60_000  # a loaded 2-core machine renders MLflow's app slowly at times
 expect.set_options(timeout=TIMEOUT_MS)
 EXPERIMENT = "tip-bench-ui"
+FEEDBACK_EXPERIMENT = "tip-bench-ui-feedback"  # on its own server: changed by one test
 MODEL = "llamacpp:smollm2-135m"
 HUMAN = "alice"
 RULES = "rules:tip-v1"
@@ -49,7 +52,10 @@ DRAWER = '[data-component-id="mlflow.evaluations_review.modal"]'
 ADD_FEEDBACK = '[data-component-id="shared.model-trace-explorer.add-feedback"]'
 NEW_FEEDBACK = '[data-component-id="shared.model-trace-explorer.assessment-{}"]'
 ASSISTANT_CLOSE = '[data-component-id="mlflow.assistant.chat_panel.close"]'
+#: MLflow's first-visit guidance on the Traces list ("Detect Issues in Your Traces"): a modal
+#: popover a user dismisses with "Got it"; it covers the trace drawer until then.
 HINT_DONE = '[data-component-id="mlflow.detect_issues.guidance.got_it"]'
+DETECT_ISSUES = 'button[aria-label="Detect issues in traces"]'  # what the guidance points at
 
 
 @dataclass(frozen=True)
@@ -88,50 +94,82 @@ def tipbench(home: Path, *args: str) -> str:
     return result.stdout
 
 
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
-    """Two cells (prompts v1 and v2-mentor on one scenario, two tips each) collected with the
-    embedded model, judged by it, then by a human through a judge file."""
-    work = tmp_path_factory.mktemp("mlflow-ui")
-    home = work / "home"
-    with MlflowServer(work / "server") as server:
-        where = ("--experiment", EXPERIMENT, "--tracking-uri", server.url)
-        collected = tipbench(
-            home, "collect", *where, "--models", MODEL, "--prompts", "v1,v2-mentor",
-            "--n-scenarios", "1", "--n-tips", "2",
-        )  # fmt: skip
-        tipbench(home, "judge", "auto", *where, "--judge-model", MODEL)
-        judge_file = work / "judge.json"
-        tipbench(home, "judge", "export", *where, "--out", str(judge_file))
-        document = json.loads(judge_file.read_text(encoding="utf-8"))
-        for item in document["items"]:
-            for candidate in item["candidates"]:
-                scores = HUMAN_SCORES[candidate["id"]]
-                candidate["scores"].update(
-                    zip(("relevance", "actionability", "tone"), scores, strict=True)
-                )
-        judge_file.write_text(json.dumps(document), encoding="utf-8")
-        tipbench(home, "judge", "apply", str(judge_file), *where, "--judge", HUMAN)
+@dataclass(frozen=True)
+class Served:
+    """The `mlflow server` of the module, and the folders its benchmarks use."""
 
-        client = MlflowClient(server.url)
-        experiment = client.get_experiment_by_name(EXPERIMENT)
-        assert experiment is not None
-        cells = []
-        runs = client.search_runs([experiment.experiment_id], CELL_RUNS)
-        for run in sorted(runs, key=lambda r: r.data.params["prompt_version"]):
-            path = client.download_artifacts(run.info.run_id, CANDIDATES_FILE, str(work))
-            candidates = json.loads(Path(path).read_text(encoding="utf-8"))["candidates"]
-            cells.append(
-                Cell(
-                    run.info.run_name,
-                    run.info.run_id,
-                    client.get_trace(run.data.tags["trace_id"]),
-                    {c["id"]: c["text"] for c in candidates},
-                )
+    url: str
+    work: Path
+    home: Path  # TIPBENCH_HOME of the commands
+
+
+def judged_bench(served: Served, experiment: str, prompts: str) -> Bench:
+    """One cell per prompt (one scenario, two tips each) collected with the embedded model
+    into `experiment`, judged by it, then by a human through a judge file."""
+    home, work = served.home, served.work / experiment
+    work.mkdir()
+    where = ("--experiment", experiment, "--tracking-uri", served.url)
+    collected = tipbench(
+        home, "collect", *where, "--models", MODEL, "--prompts", prompts,
+        "--n-scenarios", "1", "--n-tips", "2",
+    )  # fmt: skip
+    tipbench(home, "judge", "auto", *where, "--judge-model", MODEL)
+    judge_file = work / "judge.json"
+    tipbench(home, "judge", "export", *where, "--out", str(judge_file))
+    document = json.loads(judge_file.read_text(encoding="utf-8"))
+    for item in document["items"]:
+        for candidate in item["candidates"]:
+            scores = HUMAN_SCORES[candidate["id"]]
+            candidate["scores"].update(
+                zip(("relevance", "actionability", "tone"), scores, strict=True)
             )
-        assert len(cells) == 2
-        (traces_url,) = re.findall(r"^its candidates and scores: (\S+)$", collected, re.M)
-        yield Bench(server.url, experiment.experiment_id, cells, traces_url, home)
+    judge_file.write_text(json.dumps(document), encoding="utf-8")
+    tipbench(home, "judge", "apply", str(judge_file), *where, "--judge", HUMAN)
+
+    client = MlflowClient(served.url)
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None
+    cells = []
+    runs = client.search_runs([found.experiment_id], CELL_RUNS)
+    for run in sorted(runs, key=lambda r: r.data.params["prompt_version"]):
+        path = client.download_artifacts(run.info.run_id, CANDIDATES_FILE, str(work))
+        candidates = json.loads(Path(path).read_text(encoding="utf-8"))["candidates"]
+        cells.append(
+            Cell(
+                run.info.run_name,
+                run.info.run_id,
+                client.get_trace(run.data.tags["trace_id"]),
+                {c["id"]: c["text"] for c in candidates},
+            )
+        )
+    assert len(cells) == len(prompts.split(","))
+    (traces_url,) = re.findall(r"^its candidates and scores: (\S+)$", collected, re.M)
+    return Bench(served.url, found.experiment_id, cells, traces_url, home)
+
+
+@contextlib.contextmanager
+def serving(work: Path) -> Iterator[Served]:
+    with MlflowServer(work / "server") as server:
+        yield Served(server.url, work, work / "home")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with serving(tmp_path_factory.mktemp("mlflow-ui")) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def bench(served: Served) -> Bench:
+    """Two cells (prompts v1 and v2-mentor) that the tests read and none changes."""
+    return judged_bench(served, EXPERIMENT, "v1,v2-mentor")
+
+
+@pytest.fixture(scope="module")
+def feedback_bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
+    """One cell (prompt v1) on a server of its own, for the test that gives it feedback."""
+    with serving(tmp_path_factory.mktemp("mlflow-ui-feedback")) as started:
+        yield judged_bench(started, FEEDBACK_EXPERIMENT, "v1")
 
 
 @pytest.fixture(scope="module")
@@ -140,14 +178,26 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-@pytest.fixture
-def page(browser: Browser, bench: Bench) -> Iterator[Page]:
+@contextlib.contextmanager
+def opened(browser: Browser, url: str) -> Iterator[Page]:
     # MLflow's own scripts log errors of their optional services (the assistant, the
     # gateway) to the console: the tests judge the page by what it shows.
-    context = browser.new_context(base_url=bench.url, viewport={"width": 1920, "height": 1200})
+    context = browser.new_context(base_url=url, viewport={"width": 1920, "height": 1200})
     context.set_default_timeout(TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
+    try:
+        page = context.new_page()
+        # whenever the guidance shows in the way of what the test does, dismiss it as a
+        # user does (the trace tests dismiss it first of all: see open_trace)
+        page.add_locator_handler(page.locator(HINT_DONE), lambda hint: hint.click())
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser: Browser, served: Served) -> Iterator[Page]:
+    with opened(browser, served.url) as new:
+        yield new
 
 
 def shot(page: Page, name: str) -> None:
@@ -161,6 +211,20 @@ def shot(page: Page, name: str) -> None:
     page.wait_for_timeout(500)  # the layout settles
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def open_trace(page: Page, bench: Bench, trace_id: str) -> Locator:
+    """The trace's drawer, opened as a user comes to it: from the Traces list, where MLflow
+    first shows its guidance (dismissed with "Got it": it renders with the button it points
+    at, and over the drawer it could no longer be clicked)."""
+    page.goto(f"/#/experiments/{bench.experiment_id}/traces")
+    expect(page.locator(DETECT_ISSUES)).to_be_visible()
+    hint = page.locator(HINT_DONE)
+    if hint.is_visible():
+        hint.click()
+    expect(hint).to_be_hidden()
+    page.goto(f"/#/experiments/{bench.experiment_id}/traces?selectedEvaluationId={trace_id}")
+    return page.locator(DRAWER)
 
 
 def preview(text: str) -> str:
@@ -214,9 +278,11 @@ def test_the_traces_view_lists_the_cells_with_their_assessments(page: Page, benc
 def test_a_trace_shows_the_candidates_and_their_scores_by_source(page: Page, bench: Bench) -> None:
     cell = bench.cells[0]
     trace_id = cell.trace.info.trace_id
-    page.goto(f"/#/experiments/{bench.experiment_id}/traces?selectedEvaluationId={trace_id}")
-    drawer = page.locator(DRAWER)
-    for span in (cell.name, "request 1: free", "c1", "c2"):
+    drawer = open_trace(page, bench, trace_id)
+    # the request span is named by its generation path ("request 1: schema" or "…: free"),
+    # which the model's probe chooses on each machine: the stored trace names it
+    (request,) = [s.name for s in cell.trace.data.spans if s.name.startswith("request 1: ")]
+    for span in (cell.name, request, "c1", "c2"):
         expect(drawer.get_by_text(span, exact=True).first).to_be_visible()
 
     drawer.get_by_text("c1", exact=True).first.click()
@@ -256,15 +322,19 @@ def test_the_prompts_page_shows_which_runs_used_which_version(page: Page, bench:
 
 
 def test_a_score_given_in_mlflows_trace_view_reaches_the_human_tier(
-    page: Page, bench: Bench
+    browser: Browser, feedback_bench: Bench
 ) -> None:
     """A person adds feedback named `relevance` on a candidate in the trace view, as MLflow's
-    UI offers; `judge apply --from-mlflow` makes it the candidate's human score. (Last: it
-    changes the scores the tests above read.)"""
+    UI offers; `judge apply --from-mlflow` makes it the candidate's human score. (On a server
+    of its own: the scores the other tests read stay as the judge file gave them.)"""
+    with opened(browser, feedback_bench.url) as page:
+        give_feedback_and_apply(page, feedback_bench)
+
+
+def give_feedback_and_apply(page: Page, bench: Bench) -> None:
     cell = bench.cells[0]
     trace_id = cell.trace.info.trace_id
-    page.goto(f"/#/experiments/{bench.experiment_id}/traces?selectedEvaluationId={trace_id}")
-    drawer = page.locator(DRAWER)
+    drawer = open_trace(page, bench, trace_id)
     drawer.get_by_text("c2", exact=True).first.click()
     drawer.locator(
         '[data-component-id="shared.model-trace-explorer.assessments-pane-toggle"]'
@@ -284,7 +354,7 @@ def test_a_score_given_in_mlflows_trace_view_reaches_the_human_tier(
     assert given.source.source_type == "HUMAN"
     applied = tipbench(  # the UI's source (`User` without login) named as a human judge
         bench.home, "judge", "apply", "--from-mlflow", "--human", given.source.source_id,
-        "--experiment", EXPERIMENT, "--tracking-uri", bench.url,
+        "--experiment", FEEDBACK_EXPERIMENT, "--tracking-uri", bench.url,
     )  # fmt: skip
     assert "applied 1 run" in applied
     run = client.get_run(cell.run_id)

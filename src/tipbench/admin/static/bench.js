@@ -89,17 +89,27 @@
   $("leaderboard-experiment").addEventListener("change", (e) => showLeaderboard(e.target.value));
 
   // ---- leaderboard: table and chart, as the server formats them ----------------------
+  // Only the answer to the latest request is shown: the first load's answer, arriving after
+  // the reader chose another experiment, showed the wrong board (or redrew the one being
+  // read). An answer with the figures already shown leaves the board, and its scrolling, be.
+  let requested = 0;
+  let shownFigures = "";
   async function showLeaderboard(name) {
+    const request = ++requested;
     $("leaderboard-judge").href = `/judge/${exp(name)}`;
     $("leaderboard-judge").hidden = false;
     let views;
     try {
       views = await tipbench.get(`/api/bench/leaderboard/${exp(name)}/view?tier=both`);
-      show($("leaderboard-error"), "");
     } catch (error) {
-      show($("leaderboard-error"), `Could not load the leaderboard: ${error.message}`);
+      if (request === requested) show($("leaderboard-error"), `Could not load the leaderboard: ${error.message}`);
       return;
     }
+    if (request !== requested) return;
+    show($("leaderboard-error"), "");
+    const figures = JSON.stringify(views);
+    if (figures === shownFigures) return;
+    shownFigures = figures;
     $("leaderboard-tiers").replaceChildren(...Object.values(views).map((view) => renderTier(view)));
   }
 
