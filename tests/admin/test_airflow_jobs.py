@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jsonschema
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
@@ -20,7 +21,8 @@ from tipbench.admin._airflow_jobs import AirflowJobRunner, counts_in, describe, 
 from tipbench.admin._api_jobs import runner_for
 from tipbench.admin._job_runner import JobRunner
 from tipbench.admin._jobs import _SCHEMA, JobConflict, JobStore, Progress
-from tipbench.orchestration import TaskInstance
+from tipbench.orchestration import AirflowClient, AirflowSettings, TaskInstance, param_specs
+from tipbench.pipeline import RunRequest
 
 TOKEN = "airflow-jobs-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -172,3 +174,21 @@ def test_a_cancel_says_cancelling_until_airflow_reports_the_run_ended(tmp_path: 
     log = runner.log(job.id)
     assert "run marked failed, waiting for Airflow to stop its tasks" in log
     assert "bench_collect run ended: cancelled" in log
+
+
+def test_a_run_requests_conf_is_what_bench_collects_params_accept(tmp_path: Path) -> None:
+    """Every list goes to Airflow comma-separated, an empty one as "": a list sent as a list
+    (the scenarios an optimization adds) made Airflow refuse every run from the panel with
+    `[] is not of type 'string'`."""
+    client = AirflowClient(AirflowSettings("http://127.0.0.1:1", "admin", SecretStr(SECRET)))
+    runner = AirflowJobRunner(
+        JobStore(tmp_path / "jobs.sqlite", tmp_path / "logs"), client, tracking_uri="sqlite:///x"
+    )
+    specs = param_specs()
+    for request in (RunRequest(), RunRequest(scenarios=["student-evening"], n_scenarios=0)):
+        conf = runner.conf(request)
+        for name, value in conf.items():
+            schema = {key: v for key, v in specs[name].items() if key != "default"}
+            jsonschema.validate(value, schema)
+    assert conf["scenarios"] == "student-evening"
+    client.close()

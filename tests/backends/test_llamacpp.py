@@ -194,10 +194,17 @@ def test_a_constrained_answer_is_what_llama_cpp_samples_with_its_own_grammar_che
     # model's speed on the whole vocabulary): the same seed must still give the same text.
     from llama_cpp import Llama
 
+    from tipbench.backends._aligned import BLOCK, align_prefix_reuse
     from tipbench.backends._llamacpp import plain_cpu_buffers
 
-    with plain_cpu_buffers():
-        stock = Llama(model_path=str(smollm2_path), n_ctx=BackendOptions().n_ctx, verbose=False)
+    with plain_cpu_buffers():  # loaded as the backend loads it, the grammar check aside
+        stock = Llama(
+            model_path=str(smollm2_path),
+            n_ctx=BackendOptions().n_ctx,
+            n_batch=BLOCK,
+            verbose=False,
+        )
+    align_prefix_reuse(stock)
     try:
         for seed, constraint in enumerate(CONSTRAINTS):
             asked = replace(request(seed=seed, max_tokens=60), **constraint)

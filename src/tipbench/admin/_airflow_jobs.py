@@ -77,7 +77,9 @@ class AirflowJobRunner:
     def conf(self, request: RunRequest) -> dict[str, Any]:
         """`bench_collect`'s conf for a run request: the server's store unless it names one."""
         conf = request.model_dump(mode="json")
-        conf["models"], conf["prompts"] = ",".join(request.models), ",".join(request.prompts)
+        for key, value in conf.items():  # lists are comma-separated, as the DAG's Params say
+            if isinstance(value, list):
+                conf[key] = ",".join(value)
         uri = request.mlflow_url or self.tracking_uri
         conf["mlflow_url"] = None if has_credentials(uri) else uri  # else: the workers' own
         return conf
