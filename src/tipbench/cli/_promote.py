@@ -89,7 +89,7 @@ def promote_command(
         click.echo(f"{verdict} {candidate} (production now: {decision.production or 'none'})")
         click.echo(decision.decided_how())
         for check in decision.checks:
-            click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.reason}")
+            click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.figure}")
         if not result.applied:
             click.echo("dry run: nothing changed (pass --apply to act and record the decision)")
         elif result.registry_version is not None:
