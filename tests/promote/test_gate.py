@@ -10,7 +10,7 @@ import pytest
 from support.judged_runs import uniform
 from tipbench.compare import Leaderboard, build_leaderboard
 from tipbench.judge import JudgeCalibration
-from tipbench.promote import DEFAULT_MARGIN, ProductionPrompt, decide
+from tipbench.promote import DEFAULT_MARGIN_POINTS, ProductionPrompt, decide
 from tipbench.suite import load_suite
 from tipbench.tracking import CellRun, run_metrics
 
@@ -70,7 +70,7 @@ class Case:
     production: str | None = None
     n: int = 8
     n_auto: int | None = None
-    margin: float = DEFAULT_MARGIN
+    margin: float = DEFAULT_MARGIN_POINTS
     calibrated: Calibrated = "yes"
     failing: tuple[str, ...] = ()  # the checks that refuse; none: promoted
     figure: str = ""

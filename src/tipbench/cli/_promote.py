@@ -8,7 +8,7 @@ import sys
 import click
 
 from tipbench.cli import _options as options
-from tipbench.promote import DEFAULT_MARGIN, DEFAULT_PROMPT_NAME, promote
+from tipbench.promote import DEFAULT_MARGIN_POINTS, DEFAULT_PROMPT_NAME, promote
 from tipbench.tracking import TrackingStore, check_experiment
 
 
@@ -29,7 +29,7 @@ from tipbench.tracking import TrackingStore, check_experiment
 @click.option(
     "--margin",
     type=float,
-    default=DEFAULT_MARGIN,
+    default=DEFAULT_MARGIN_POINTS,
     show_default=True,
     help="Composite points the winner must gain over the production prompt.",
 )

@@ -22,7 +22,7 @@ from tipbench.stats import (
 )
 from tipbench.stats import paired_comparison as compare_pairs
 
-DEFAULT_MARGIN = 0.5  # composite points (2–17 scale) the winner must gain over production
+DEFAULT_MARGIN_POINTS = 0.5  # composite points (2–17 scale) the winner must gain over production
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def decide(
     human: Leaderboard,
     auto: Leaderboard,
     production: ProductionPrompt | None,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = DEFAULT_MARGIN_POINTS,
     alpha: float = ALPHA,
     combined: CombinedEvidence | None = None,
 ) -> Decision:
