@@ -33,7 +33,7 @@ import numpy.typing as npt
 from tipbench.compare import build_leaderboard
 from tipbench.judge import JudgeCalibration
 from tipbench.optimize import IterationSummary, Program, shortlist, split_scenarios
-from tipbench.promote import DEFAULT_MARGIN, ProductionPrompt, decide
+from tipbench.promote import DEFAULT_MARGIN_POINTS, ProductionPrompt, decide
 from tipbench.suite import CRITERIA, FLAGS, Scenario
 from tipbench.tracking import CellRun, metric_name
 
@@ -98,7 +98,7 @@ def simulate_curse(world: CurseWorld, trials: int, seed: int) -> CurseFigures:
         gaps.append(best[0].mean - float(human[top, held].mean()))
         chosen = [START, *(p.version for p in best)]
         held_false += _promoted(versions, chosen, human, auto, held, split.heldout)
-        naive_false += best[0].mean - float(human[0, train].mean()) >= DEFAULT_MARGIN
+        naive_false += best[0].mean - float(human[0, train].mean()) >= DEFAULT_MARGIN_POINTS
     return CurseFigures(
         trials,
         len(train),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import beta
 
-from tipbench.compare import ALPHA
+from tipbench.stats import ALPHA
 from tipbench_dev.winners_curse import CurseWorld, simulate_curse
 
 DOCS = Path(__file__).parents[2] / "docs" / "optimize.md"

@@ -12,7 +12,7 @@ import pytest
 
 from support.policy_state import serve_world
 from tipbench.evaluate import evaluate, traffic_from_rows
-from tipbench.policy_gate import OFF_POLICY_MARGIN, decide_promotion, promote_policy
+from tipbench.policy_gate import OFF_POLICY_MARGIN_REWARD, decide_promotion, promote_policy
 from tipbench.policy_service import Roles, decision_rows, open_store
 from tipbench.simulate import (
     Contender,
@@ -72,7 +72,7 @@ def test_the_lower_bound_holds_the_true_difference(simulation: SimulationReport)
             d = comparison.difference
             covered.append(d.low <= truth <= d.high)
             above.append(d.low > truth)
-            if truth <= -OFF_POLICY_MARGIN:
+            if truth <= -OFF_POLICY_MARGIN_REWARD:
                 worse += 1
                 decision = decide_promotion(name, "egreedy-v1", simulation, report)
                 passed_worse += decision.conditions[2].passed
@@ -113,7 +113,7 @@ def test_a_challenger_better_in_the_simulator_but_worse_on_served_traffic_is_ref
         store.close()
     served = (traffic.targets["linucb"] - traffic.logging) * world.expected
     truth = float(served.sum(axis=1).mean())
-    assert truth < -OFF_POLICY_MARGIN  # truly worse where it would serve
+    assert truth < -OFF_POLICY_MARGIN_REWARD  # truly worse where it would serve
     difference = evaluate(traffic, ["linucb"]).comparison("linucb")
     assert difference is not None and difference.difference is not None
     assert difference.difference.high > 0  # not "significantly worse": the old rule passed it

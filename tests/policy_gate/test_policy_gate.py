@@ -6,7 +6,7 @@ import pytest
 
 from support.policy_logs import row
 from tipbench.evaluate import evaluate, traffic_from_rows
-from tipbench.policy_gate import OFF_POLICY_MARGIN, decide_promotion, more_decisions
+from tipbench.policy_gate import OFF_POLICY_MARGIN_REWARD, decide_promotion, more_decisions
 from tipbench.simulate import SimulationConfig, SimulationReport, render_report, simulate
 
 
@@ -35,7 +35,7 @@ def test_a_challenger_that_wins_everywhere_is_promoted(simulation: SimulationRep
     assert off_policy.endswith("over 400 decisions: a loss of 0.01 ruled out (lower bound > −0.01)")
     evidence = decision.to_dict()["evidence"]
     assert evidence["simulation"]["vs_live"]["n_pairs"] == 20
-    assert evidence["off_policy_margin"] == OFF_POLICY_MARGIN == 0.01
+    assert evidence["off_policy_margin"] == OFF_POLICY_MARGIN_REWARD == 0.01
 
 
 def test_worse_by_more_than_the_margin_refuses(simulation: SimulationReport) -> None:
@@ -60,7 +60,7 @@ def test_an_interval_that_holds_minus_delta_asks_for_more_traffic(
     comparison = evaluation.comparison("egreedy-v2")
     assert comparison is not None and comparison.difference is not None
     assert comparison.difference.low < -0.01 < comparison.difference.high
-    more = more_decisions(comparison, OFF_POLICY_MARGIN)
+    more = more_decisions(comparison, OFF_POLICY_MARGIN_REWARD)
     assert more is not None and 8_000 < more < 12_000  # (1.96 · 0.5 / 0.01)² − 400 ≈ 9,200
     assert off_policy.figure.endswith(
         f": cannot rule out a loss of 0.01: about {more:,} more shadow decisions expected"

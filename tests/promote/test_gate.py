@@ -10,7 +10,7 @@ import pytest
 from support.judged_runs import uniform
 from tipbench.compare import Leaderboard, build_leaderboard
 from tipbench.judge import JudgeCalibration
-from tipbench.promote import DEFAULT_MARGIN, ProductionPrompt, decide
+from tipbench.promote import DEFAULT_MARGIN_POINTS, ProductionPrompt, decide
 from tipbench.suite import load_suite
 from tipbench.tracking import CellRun, run_metrics
 
@@ -70,83 +70,83 @@ class Case:
     production: str | None = None
     n: int = 8
     n_auto: int | None = None
-    margin: float = DEFAULT_MARGIN
+    margin: float = DEFAULT_MARGIN_POINTS
     calibrated: Calibrated = "yes"
     failing: tuple[str, ...] = ()  # the checks that refuse; none: promoted
-    reason: str = ""
+    figure: str = ""
 
 
 CASES = {
-    "first promotion": Case({V1: 9, V2: 13}, {V1: 8, V2: 12}, reason="nothing is in production"),
+    "first promotion": Case({V1: 9, V2: 13}, {V1: 8, V2: 12}, figure="nothing is in production"),
     "too few human-judged scenarios": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, n=2,
-        failing=("enough judged",), reason="no cell has 3+ human-judged scenarios",
+        failing=("enough judged",), figure="no cell has 3+ human-judged scenarios",
     ),
     "too few auto-judged scenarios": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, n_auto=2,
-        failing=("enough judged", "tiers agree"), reason="2 auto-judged scenarios, 6 needed",
+        failing=("enough judged", "tiers agree"), figure="2 auto-judged scenarios, 6 needed",
     ),
     "a first promotion on three scenarios": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, n=3,
         failing=("enough judged", "ranks first"),
-        reason="3 human- and 3 auto-judged scenarios; a paired test needs 6",
+        figure="3 human- and 3 auto-judged scenarios; a paired test needs 6",
     ),
     "three scenarios cannot be decided": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, n=3,
         failing=("enough judged", "ranks first"),
-        reason="the human tier's leader is not decided: cannot be decided on 3 scenarios: "
+        figure="the human tier's leader is not decided: cannot be decided on 3 scenarios: "
         "collect at least 6",
     ),
     "the automatic tier cannot tell": Case(
         {V1: 9, V2: 13}, {V1: 14, V2: 12}, n_auto=3,
         failing=("enough judged", "tiers agree"),
-        reason="the automatic tier cannot tell whether ollama:qwen2.5:1.5b|v2-mentor is behind",
+        figure="the automatic tier cannot tell whether ollama:qwen2.5:1.5b|v2-mentor is behind",
     ),
     "both tiers tie two cells": Case(
         {V1: 13, V2: 13}, {V1: 12, V2: 12},
-        failing=("ranks first", "tiers agree"), reason="the gate cannot tell which to promote",
+        failing=("ranks first", "tiers agree"), figure="the gate cannot tell which to promote",
     ),
     "the automatic judge is calibrated below the threshold": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, calibrated="below",
         failing=("judge calibrated", "tiers agree"),
-        reason="the automatic tier is not counted: judge ollama:qwen2.5:3b is NOT calibrated: "
+        figure="the automatic tier is not counted: judge ollama:qwen2.5:3b is NOT calibrated: "
         "κ relevance 0.30, actionability 0.30, tone 0.30 on the calibration set, below the "
         "threshold 0.60",
     ),
     "the automatic judge was never calibrated": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, calibrated="never",
-        failing=("judge calibrated", "tiers agree"), reason="never checked against",
+        failing=("judge calibrated", "tiers agree"), figure="never checked against",
     ),
     "the automatic tier disagrees on the leader": Case(
         {V1: 9, V2: 13}, {V1: 14, V2: 10},
-        failing=("tiers agree",), reason="#2, significantly behind",
+        failing=("tiers agree",), figure="#2, significantly behind",
     ),
     "the automatic tier ties the leader with its own": Case(
-        {V1: 9, V2: 13}, {V1: 12, V2: 12}, reason="ties",
+        {V1: 9, V2: 13}, {V1: 12, V2: 12}, figure="ties",
     ),
     "already in production": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, production=V2,
-        failing=("beats production",), reason="v2-mentor is already in production",
+        failing=("beats production",), figure="v2-mentor is already in production",
     ),
     "nothing to compare with": Case(
         {V1: 9, V2: 13}, {V1: 8, V2: 12}, production="v3-few-shot",
-        failing=("beats production",), reason="nothing to compare with",
+        failing=("beats production",), figure="nothing to compare with",
     ),
     "below the margin": Case(
         {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, margin=2,
-        failing=("beats production",), reason="below the margin 2",
+        failing=("beats production",), figure="below the margin 2",
     ),
     "not significant": Case(
         {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, n=3,
         failing=("enough judged", "ranks first", "beats production"),
-        reason="the sequence still holds 0",  # 3 pairs: no sequence at all
+        figure="the sequence still holds 0",  # 3 pairs: no sequence at all
     ),
     "the automatic tier sees no gain over production": Case(
         {V1: 12, V2: 13}, {V1: 12, V2: 12}, production=V1,
-        failing=("beats production",), reason="the auto tier disagrees (+0.00)",
+        failing=("beats production",), figure="the auto tier disagrees (+0.00)",
     ),
     "beats production in both tiers": Case(
-        {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, reason="auto gain +1.00",
+        {V1: 12, V2: 13}, {V1: 12, V2: 13}, production=V1, figure="auto gain +1.00",
     ),
 }  # fmt: skip
 
@@ -160,8 +160,8 @@ def test_decide(case: Case) -> None:
 
     assert decision.promote is not case.failing
     assert tuple(check.name for check in decision.checks if not check.passed) == case.failing
-    reasons = " | ".join(check.reason for check in decision.checks)
-    assert case.reason in reasons
+    figures = " | ".join(check.figure for check in decision.checks)
+    assert case.figure in figures
     assert decision.production == case.production
     if decision.promote:  # the one cell first in both tiers
         assert (decision.model, decision.prompt_version) == (MODEL, V2)
@@ -180,8 +180,8 @@ def test_a_tie_is_not_decided_by_name() -> None:
         assert {row.rank_text for row in human.rows} == {"1="}
         decision = decide(human, auto, None)
         outcomes.append((decision.promote, decision.prompt_version == winner))
-        reasons = " | ".join(check.reason for check in decision.checks)
-        assert f"both tiers rank {MODEL}|{winner} first" in reasons
-        assert "the human tier ties it with its leader" in reasons or decision.evidence[
+        figures = " | ".join(check.figure for check in decision.checks)
+        assert f"both tiers rank {MODEL}|{winner} first" in figures
+        assert "the human tier ties it with its leader" in figures or decision.evidence[
             "human"]["standing"] == "leader"  # fmt: skip
     assert outcomes == [(False, True), (False, True)]

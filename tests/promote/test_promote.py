@@ -94,7 +94,7 @@ def test_beating_production_needs_the_margin_and_significance(
     code, decision = cli(sqlite_uri, experiment, "--apply", "--margin", "2")
     assert code == 3 and decision["promote"] is False and decision["production"] == "v1"
     (beats,) = [c for c in decision["checks"] if c["name"] == "beats production"]
-    assert not beats["passed"] and "below the margin 2" in beats["reason"]
+    assert not beats["passed"] and "below the margin 2" in beats["figure"]
     assert production_prompt(MlflowClient(sqlite_uri), "tipbench-tips").prompt_version == "v1"
 
     code, decision = cli(sqlite_uri, experiment, "--apply", "--margin", "0.5")
@@ -111,7 +111,7 @@ def test_tiers_that_disagree_refuse(sqlite_uri: str, experiment: str) -> None:
 
     assert code == 3 and decision["applied"] is True and decision["registry_version"] is None
     (agree,) = [c for c in decision["checks"] if c["name"] == "tiers agree"]
-    assert not agree["passed"] and "significantly behind" in agree["reason"]
+    assert not agree["passed"] and "significantly behind" in agree["figure"]
     assert production_prompt(MlflowClient(sqlite_uri), "tipbench-tips") is None
 
 
@@ -128,9 +128,9 @@ def test_an_inconclusive_automatic_tier_does_not_count_as_agreeing(
     assert not result.decision.promote
     (agree,) = [c for c in result.decision.checks if c.name == "tiers agree"]
     assert not agree.passed
-    assert "cannot tell whether" in agree.reason
-    assert "is behind" in agree.reason
-    assert "(p = 0.250, smallest attainable p = 0.25" in agree.reason
+    assert "cannot tell whether" in agree.figure
+    assert "is behind" in agree.figure
+    assert "(p = 0.250, smallest attainable p = 0.25" in agree.figure
 
 
 def test_too_little_judged_data_refuses(sqlite_uri: str, experiment: str) -> None:
@@ -139,7 +139,7 @@ def test_too_little_judged_data_refuses(sqlite_uri: str, experiment: str) -> Non
     result = promote(TrackingStore(sqlite_uri), experiment)
 
     assert not result.decision.promote
-    assert "3+ human-judged scenarios" in result.decision.checks[0].reason
+    assert "3+ human-judged scenarios" in result.decision.checks[0].figure
 
 
 def test_a_changed_template_is_not_promoted(sqlite_uri: str, experiment: str) -> None:

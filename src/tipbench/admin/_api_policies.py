@@ -19,7 +19,7 @@ from tipbench.admin._policy_jobs import SimulationJobRequest
 from tipbench.admin._settings import ServerSettings
 from tipbench.evaluate import EvaluationReport
 from tipbench.policy_gate import (
-    DEFAULT_MARGIN,
+    DEFAULT_MARGIN_REWARD,
     dry_runs,
     evaluate_state,
     latest_simulation,
@@ -128,7 +128,7 @@ async def promotion(
         report = await run_in_threadpool(_evaluation, request, settings, state, challengers)
     finally:
         state.close()
-    decisions = dry_runs(live, found.report, report, DEFAULT_MARGIN)
+    decisions = dry_runs(live, found.report, report, DEFAULT_MARGIN_REWARD)
     if isinstance(decisions, str):
         return {"live": live, "decisions": [], "note": decisions}
     return {

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from tipbench.admin._pages import _page, require_page_admin
 from tipbench.admin._policy_jobs import POLICY_EXPERIMENT_PATTERN, SimulationJobRequest
 from tipbench.policies import POLICIES
-from tipbench.policy_gate import DEFAULT_MARGIN, OFF_POLICY_MARGIN
+from tipbench.policy_gate import DEFAULT_MARGIN_REWARD, OFF_POLICY_MARGIN_REWARD
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_page_admin)])
 
@@ -30,7 +30,7 @@ def policies_page(request: Request) -> Response:
         },
         # the browser's pattern attribute takes the expression without its anchors
         "experiment_pattern": POLICY_EXPERIMENT_PATTERN.strip("^$"),
-        "margin": DEFAULT_MARGIN,
-        "off_policy_margin": OFF_POLICY_MARGIN,
+        "margin": DEFAULT_MARGIN_REWARD,
+        "off_policy_margin": OFF_POLICY_MARGIN_REWARD,
     }
     return _page(request, "policies.html", context)

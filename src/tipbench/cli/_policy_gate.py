@@ -15,7 +15,7 @@ from tipbench._errors import ConfigError
 from tipbench.cli import _options as options
 from tipbench.evaluate import CLIP_WEIGHT, MIN_DECISIONS
 from tipbench.policies import POLICIES, PolicyConfig
-from tipbench.policy_gate import DEFAULT_MARGIN, OFF_POLICY_MARGIN
+from tipbench.policy_gate import DEFAULT_MARGIN_REWARD, OFF_POLICY_MARGIN_REWARD
 from tipbench.simulate import (
     DEFAULT_DAYS,
     DEFAULT_EXPERIMENT,
@@ -311,14 +311,14 @@ def evaluate_command(
 @click.option(
     "--margin",
     type=float,
-    default=DEFAULT_MARGIN,
+    default=DEFAULT_MARGIN_REWARD,
     show_default=True,
     help="Mean reward per decision the challenger must gain in the simulator.",
 )
 @click.option(
     "--off-policy-margin",
     type=click.FloatRange(min=0.0, max=1.0),
-    default=OFF_POLICY_MARGIN,
+    default=OFF_POLICY_MARGIN_REWARD,
     show_default=True,
     help="δ: the loss per decision the served traffic must rule out (the lower bound of "
     "challenger − live above −δ).",

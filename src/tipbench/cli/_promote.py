@@ -8,7 +8,7 @@ import sys
 import click
 
 from tipbench.cli import _options as options
-from tipbench.promote import DEFAULT_MARGIN, DEFAULT_PROMPT_NAME, promote
+from tipbench.promote import DEFAULT_MARGIN_POINTS, DEFAULT_PROMPT_NAME, promote
 from tipbench.tracking import TrackingStore, check_experiment
 
 
@@ -29,7 +29,7 @@ from tipbench.tracking import TrackingStore, check_experiment
 @click.option(
     "--margin",
     type=float,
-    default=DEFAULT_MARGIN,
+    default=DEFAULT_MARGIN_POINTS,
     show_default=True,
     help="Composite points the winner must gain over the production prompt.",
 )
@@ -89,7 +89,7 @@ def promote_command(
         click.echo(f"{verdict} {candidate} (production now: {decision.production or 'none'})")
         click.echo(decision.decided_how())
         for check in decision.checks:
-            click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.reason}")
+            click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.figure}")
         if not result.applied:
             click.echo("dry run: nothing changed (pass --apply to act and record the decision)")
         elif result.registry_version is not None:

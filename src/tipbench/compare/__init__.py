@@ -59,21 +59,9 @@ from tipbench.compare._standing import (
 )
 from tipbench.compare._view import LeaderboardView, leaderboard_view
 
-# The policy loop's statistics, read through compare until it imports tipbench.stats itself
-# (issue 33, phase 2: then these go).
-from tipbench.stats import (
-    ALPHA,
-    CONFIDENCE,
-    PairedComparison,
-    bootstrap_mean_ci,
-    paired_comparison,
-)
-
 __all__ = [
-    "ALPHA",
     "BOARD_TIERS",
     "COLUMNS",
-    "CONFIDENCE",
     "DEFAULT_MIN_SCENARIOS",
     "FIRST",
     "FORMATS",
@@ -89,13 +77,11 @@ __all__ = [
     "Leaderboard",
     "LeaderboardRow",
     "LeaderboardView",
-    "PairedComparison",
     "Placing",
     "Refresh",
     "Standing",
     "StandingStyle",
     "Status",
-    "bootstrap_mean_ci",
     "build_combined",
     "build_leaderboard",
     "combined_board",
@@ -109,7 +95,6 @@ __all__ = [
     "leaderboard_warnings",
     "leaderboards_for",
     "log_leaderboard",
-    "paired_comparison",
     "place",
     "plot_leaderboards",
     "rank_text",

@@ -175,7 +175,7 @@ def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[s
                 decision.prompt_version, decision.production or "none",
                 "" if apply else " — dry run")  # fmt: skip
     for check in decision.checks:
-        logger.info("  [%s] %s: %s", "x" if check.passed else " ", check.name, check.reason)
+        logger.info("  [%s] %s: %s", "x" if check.passed else " ", check.name, check.figure)
     return {
         "experiment": experiment,
         "tracking_uri": tracking_uri,
@@ -186,7 +186,7 @@ def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[s
         "model": decision.model,
         "prompt_version": decision.prompt_version,
         "production": decision.production,
-        "checks": [[check.name, check.passed, check.reason] for check in decision.checks],
+        "checks": [[check.name, check.passed, check.figure] for check in decision.checks],
     }
 
 
@@ -205,8 +205,8 @@ def approval_request(gates: list[dict[str, Any]], wanted: set[str]) -> dict[str,
             f"`{gate['decision_run']}` (dry run).\n"
         )
         parts.extend(
-            f"- [{'x' if passed else ' '}] **{name}**: {reason}"
-            for name, passed, reason in gate["checks"]
+            f"- [{'x' if passed else ' '}] **{name}**: {figure}"
+            for name, passed, figure in gate["checks"]
         )
     return {"gates": passing, "body": "\n".join(parts)}
 

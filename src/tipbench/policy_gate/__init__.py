@@ -10,8 +10,8 @@ challenger would get now (`dry_runs`).
 """
 
 from tipbench.policy_gate._gate import (
-    DEFAULT_MARGIN,
-    OFF_POLICY_MARGIN,
+    DEFAULT_MARGIN_REWARD,
+    OFF_POLICY_MARGIN_REWARD,
     PromotionDecision,
     decide_promotion,
     more_decisions,
@@ -34,9 +34,9 @@ from tipbench.policy_gate._status import (
 )
 
 __all__ = [
-    "DEFAULT_MARGIN",
+    "DEFAULT_MARGIN_REWARD",
     "KIND_PROMOTION",
-    "OFF_POLICY_MARGIN",
+    "OFF_POLICY_MARGIN_REWARD",
     "PromotionDecision",
     "PromotionResult",
     "RecordedSimulation",

@@ -7,7 +7,7 @@ A challenger replaces the live policy only if
    seed, the same worlds for both) is at least `margin` and the sign-flip test gives
    p < `alpha`;
 3. it is not worse than the live policy on the served traffic by more than δ
-   (`off_policy_margin`, `OFF_POLICY_MARGIN` by default): on the decisions the live policy
+   (`off_policy_margin`, `OFF_POLICY_MARGIN_REWARD` by default): on the decisions the live policy
    made and the challenger scored, the doubly-robust terms minus the live policy's rewards
    have a 95% interval whose lower bound lies above −δ (non-inferiority; Chow & Liu, *Design
    and Analysis of Clinical Trials*, ch. 3: a one-sided 2.5% test of "worse by δ or more").
@@ -34,8 +34,8 @@ from tipbench.evaluate import Comparison, EvaluationReport, PolicyEvaluation
 from tipbench.simulate import SimulationReport, paired_dict, paired_interval
 from tipbench.stats import ALPHA, Condition, Z, all_passed, json_numbers
 
-DEFAULT_MARGIN = 0.005  # the simulator's: mean reward per decision (rewards lie in [0, 1])
-OFF_POLICY_MARGIN = 0.01  # δ: the loss per decision the served traffic must rule out
+DEFAULT_MARGIN_REWARD = 0.005  # the simulator's: mean reward per decision (rewards lie in [0, 1])
+OFF_POLICY_MARGIN_REWARD = 0.01  # δ: the loss per decision the served traffic must rule out
 NOT_WORSE = "not worse off-policy"
 
 
@@ -156,9 +156,9 @@ def decide_promotion(
     live: str,
     simulation: SimulationReport | None,
     evaluation: EvaluationReport | None,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = DEFAULT_MARGIN_REWARD,
     alpha: float = ALPHA,
-    off_policy_margin: float = OFF_POLICY_MARGIN,
+    off_policy_margin: float = OFF_POLICY_MARGIN_REWARD,
 ) -> PromotionDecision:
     """Whether `challenger` should replace `live` (see the module's rule); the simulation is
     needed unless the challenger is the live policy."""

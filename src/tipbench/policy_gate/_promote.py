@@ -21,8 +21,8 @@ from tipbench._redact import redact_uri
 from tipbench.evaluate import EvaluationReport, evaluate, log_evaluation, traffic_from_rows
 from tipbench.policies import PolicyConfig, policy_spec
 from tipbench.policy_gate._gate import (
-    DEFAULT_MARGIN,
-    OFF_POLICY_MARGIN,
+    DEFAULT_MARGIN_REWARD,
+    OFF_POLICY_MARGIN_REWARD,
     PromotionDecision,
     decide_promotion,
 )
@@ -66,8 +66,8 @@ def promote_policy(
     apply: bool = False,
     study: SimulationConfig | None = None,
     settings: Mapping[str, PolicyConfig] | None = None,
-    margin: float = DEFAULT_MARGIN,
-    off_policy_margin: float = OFF_POLICY_MARGIN,
+    margin: float = DEFAULT_MARGIN_REWARD,
+    off_policy_margin: float = OFF_POLICY_MARGIN_REWARD,
     tracking_uri: str | None = None,
     experiment: str = DEFAULT_EXPERIMENT,
 ) -> PromotionResult:

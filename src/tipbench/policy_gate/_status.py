@@ -16,8 +16,8 @@ from tipbench._errors import TrackingError
 from tipbench.evaluate import EvaluationReport, evaluate, traffic_from_rows
 from tipbench.policies import FEATURE_NAMES, POLICIES
 from tipbench.policy_gate._gate import (
-    DEFAULT_MARGIN,
-    OFF_POLICY_MARGIN,
+    DEFAULT_MARGIN_REWARD,
+    OFF_POLICY_MARGIN_REWARD,
     PromotionDecision,
     decide_promotion,
 )
@@ -128,8 +128,8 @@ def dry_runs(
     live: str,
     simulation: dict[str, Any],
     evaluation: EvaluationReport | None,
-    margin: float = DEFAULT_MARGIN,
-    off_policy_margin: float = OFF_POLICY_MARGIN,
+    margin: float = DEFAULT_MARGIN_REWARD,
+    off_policy_margin: float = OFF_POLICY_MARGIN_REWARD,
 ) -> list[PromotionDecision] | str:
     """The decision each simulated policy other than `live` would get now; a sentence instead
     when the simulation cannot say (it did not include the live policy)."""

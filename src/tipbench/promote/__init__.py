@@ -1,6 +1,6 @@
 """Promote: the winning prompt goes to production only when both tiers and the stats agree."""
 
-from tipbench.promote._gate import DEFAULT_MARGIN, Check, Decision, decide
+from tipbench.promote._gate import DEFAULT_MARGIN_POINTS, Decision, decide
 from tipbench.promote._promote import KIND_PROMOTION, PromotionResult, promote
 from tipbench.promote._registry import (
     PRODUCTION_ALIAS,
@@ -11,11 +11,10 @@ from tipbench.promote._registry import (
 from tipbench.tracking import DEFAULT_PROMPT_NAME, registry_template
 
 __all__ = [
-    "DEFAULT_MARGIN",
+    "DEFAULT_MARGIN_POINTS",
     "DEFAULT_PROMPT_NAME",
     "KIND_PROMOTION",
     "PRODUCTION_ALIAS",
-    "Check",
     "Decision",
     "ProductionPrompt",
     "PromotionResult",

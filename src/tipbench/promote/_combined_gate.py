@@ -31,7 +31,7 @@ from typing import Any
 from tipbench.compare import Leaderboard, LeaderboardRow
 from tipbench.judging import AnytimeLeader
 from tipbench.promote._registry import ProductionPrompt
-from tipbench.stats import ALPHA, PairedComparison, json_number, pairs_needed
+from tipbench.stats import ALPHA, Condition, PairedComparison, json_number, pairs_needed
 
 Versus = Callable[[tuple[str, str], tuple[str, str]], PairedComparison | None]
 """``versus(a, b)``: cell b minus cell a in the combined tier (None: no estimate)."""
@@ -92,8 +92,8 @@ def decide_combined(
     production: ProductionPrompt | None,
     margin: float,
     alpha: float = ALPHA,
-) -> tuple[str | None, str | None, list[tuple[str, bool, str]], dict[str, Any]]:
-    """The combined tier's checks: (model, prompt, checks as (name, passed, reason), evidence)."""
+) -> tuple[str | None, str | None, list[Condition], dict[str, Any]]:
+    """The combined tier's checks: (model, prompt, its conditions, evidence)."""
     board = evidence.board
     judging, anytime = board.judging, board.anytime
     assert judging is not None
@@ -104,10 +104,10 @@ def decide_combined(
     prod = production.prompt_version if production else None
     lam = candidate.combined.lam if candidate.combined is not None else 0.0
     calibration = "; ".join(c.describe() for c in board.calibration)
-    enough, enough_reason = _enough(candidate, pairs_needed(alpha))
-    checks: list[tuple[str, bool, str]] = [
-        ("enough judged", enough, enough_reason),
-        (
+    enough, enough_figure = _enough(candidate, pairs_needed(alpha))
+    checks = [
+        Condition("enough judged", enough, enough_figure),
+        Condition(
             "sampling known",
             True,
             f"every human score used was drawn in the {judging.order} judging order; the "
@@ -123,9 +123,9 @@ def decide_combined(
         **({"anytime": anytime.to_dict()} if anytime is not None else {}),
     }
     if production is None:
-        checks.append(("beats production", True, "nothing is in production yet"))
+        checks.append(Condition("beats production", True, "nothing is in production yet"))
     elif prod == prompt:
-        checks.append(("beats production", False, f"{prompt} is already in production"))
+        checks.append(Condition("beats production", False, f"{prompt} is already in production"))
     else:
         gain = evidence.versus((model, prod or ""), (model, prompt))
         checks.append(_beats(gain, prod or "", model, margin))
@@ -144,12 +144,12 @@ def decide_combined(
     return model, prompt, checks, record
 
 
-def _first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> tuple[str, bool, str]:
+def _first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Condition:
     """The leader is decided by the confidence sequences, and it is the candidate."""
     if anytime is None or not anytime.decided or anytime.leader != candidate.name:
         why = anytime.message if anytime is not None else "no confidence sequences yet"
-        return "ranks first", False, f"the leader is not decided: {why}"
-    return (
+        return Condition("ranks first", False, f"the leader is not decided: {why}")
+    return Condition(
         "ranks first",
         True,
         f"the combined tier ranks {candidate.name} first: every other cell's confidence "
@@ -158,11 +158,9 @@ def _first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> tuple[st
     )
 
 
-def _beats(
-    gain: PairedComparison | None, production: str, model: str, margin: float
-) -> tuple[str, bool, str]:
+def _beats(gain: PairedComparison | None, production: str, model: str, margin: float) -> Condition:
     if gain is None:
-        return (
+        return Condition(
             "beats production",
             False,
             f"production prompt {production} has no combined estimate on {model} in this "
@@ -175,7 +173,7 @@ def _beats(
         f"{gain.n_pairs} human-judged scenarios"
     )
     if not gain.mean_diff >= margin:
-        return "beats production", False, f"{text}; below the margin {margin:g}"
+        return Condition("beats production", False, f"{text}; below the margin {margin:g}")
     if not gain.cs_low > 0:
-        return "beats production", False, f"{text}; the sequence still holds 0"
-    return "beats production", True, text
+        return Condition("beats production", False, f"{text}; the sequence still holds 0")
+    return Condition("beats production", True, text)

@@ -11,19 +11,18 @@ from tipbench.compare import Leaderboard, LeaderboardRow
 from tipbench.judging import AnytimeLeader
 from tipbench.promote._combined_gate import CombinedEvidence, combined_usable, decide_combined
 from tipbench.promote._registry import ProductionPrompt
-from tipbench.stats import ALPHA, PairedComparison, json_number, pairs_needed, verdict
+from tipbench.stats import (
+    ALPHA,
+    Condition,
+    PairedComparison,
+    all_passed,
+    json_number,
+    pairs_needed,
+    verdict,
+)
 from tipbench.stats import paired_comparison as compare_pairs
 
-DEFAULT_MARGIN = 0.5  # composite points (2–17 scale) the winner must gain over production
-
-
-@dataclass(frozen=True)
-class Check:
-    """One condition of the gate, with what it found."""
-
-    name: str
-    passed: bool
-    reason: str
+DEFAULT_MARGIN_POINTS = 0.5  # composite points (2–17 scale) the winner must gain over production
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ class Decision:
     model: str | None
     prompt_version: str | None
     production: str | None
-    checks: tuple[Check, ...]
+    checks: tuple[Condition, ...]
     evidence: dict[str, Any] = field(default_factory=dict)
     decided_by: str = "both"
     """Which tier decided: "combined" (where both tiers have scores drawn in a judging order)
@@ -43,7 +42,7 @@ class Decision:
 
     @property
     def promote(self) -> bool:
-        return bool(self.checks) and all(check.passed for check in self.checks)
+        return all_passed(self.checks)
 
     def decided_how(self) -> str:
         """`decided by the combined tier: both tiers have scores, …`"""
@@ -57,7 +56,7 @@ class Decision:
             "prompt_version": self.prompt_version,
             "production": self.production,
             "decided_by": {"tier": self.decided_by, "why": self.why},
-            "checks": [vars(check) for check in self.checks],
+            "checks": [check.to_dict() for check in self.checks],
             "evidence": self.evidence,
         }
 
@@ -85,7 +84,7 @@ def decide(
     human: Leaderboard,
     auto: Leaderboard,
     production: ProductionPrompt | None,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = DEFAULT_MARGIN_POINTS,
     alpha: float = ALPHA,
     combined: CombinedEvidence | None = None,
 ) -> Decision:
@@ -125,7 +124,7 @@ def decide(
             model,
             prompt,
             production.prompt_version if production else None,
-            tuple(Check(*check) for check in checks),
+            tuple(checks),
             record,
             decided_by="combined",
             why=why,
@@ -143,8 +142,8 @@ def _decide_both(
     prod = production.prompt_version if production else None
     human_first = human.first
     if not human_first:
-        reason = f"no cell has {human.min_scenarios}+ human-judged scenarios"
-        return Decision(None, None, prod, (Check("enough judged", False, reason),))
+        figure = f"no cell has {human.min_scenarios}+ human-judged scenarios"
+        return Decision(None, None, prod, (Condition("enough judged", False, figure),))
     calibrated = _calibrated(auto)
     both = [row for row in human_first if _first_in(auto, row)]
     candidate = both[0] if len(both) == 1 and calibrated.passed else human_first[0]
@@ -160,7 +159,7 @@ def _decide_both(
     if calibrated.passed:
         agree = _agree(human_first, both, auto)
     else:
-        agree = Check(
+        agree = Condition(
             "tiers agree",
             False,
             f"the automatic tier is not counted, so nothing confirms {_names(human_first)} "
@@ -173,9 +172,9 @@ def _decide_both(
         agree,
     ]
     if production is None:
-        checks.append(Check("beats production", True, "nothing is in production yet"))
+        checks.append(Condition("beats production", True, "nothing is in production yet"))
     elif prod == prompt:
-        checks.append(Check("beats production", False, f"{prompt} is already in production"))
+        checks.append(Condition("beats production", False, f"{prompt} is already in production"))
     else:
         check, margins = _beats(human, auto, candidate, model, prod or "", margin, alpha)
         checks.append(check)
@@ -183,13 +182,13 @@ def _decide_both(
     return Decision(model, prompt, prod, tuple(checks), evidence)
 
 
-def _human_first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Check:
+def _human_first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Condition:
     """The human tier's confidence sequences put the candidate first, every other cell below
     it: the standing promotion rests on, valid however often the gate is asked."""
     if anytime is None or not anytime.decided or anytime.leader != candidate.name:
         why = anytime.message if anytime is not None else "no human-judged cell"
-        return Check("ranks first", False, f"the human tier's leader is not decided: {why}")
-    return Check(
+        return Condition("ranks first", False, f"the human tier's leader is not decided: {why}")
+    return Condition(
         "ranks first",
         True,
         f"the human tier's confidence sequences put {candidate.name} first: every other "
@@ -212,49 +211,49 @@ def _names(rows: Sequence[LeaderboardRow]) -> str:
     )
 
 
-def _calibrated(auto: Leaderboard) -> Check:
+def _calibrated(auto: Leaderboard) -> Condition:
     """The automatic tier counts only if every judge behind it is calibrated."""
     if not auto.calibration:
-        return Check("judge calibrated", False, "no automatic scores: nothing to count")
+        return Condition("judge calibrated", False, "no automatic scores: nothing to count")
     failing = [c for c in auto.calibration if not c.calibrated]
     if failing:
-        return Check(
+        return Condition(
             "judge calibrated",
             False,
             "the automatic tier is not counted: " + "; ".join(c.describe() for c in failing),
         )
-    return Check("judge calibrated", True, "; ".join(c.describe() for c in auto.calibration))
+    return Condition("judge calibrated", True, "; ".join(c.describe() for c in auto.calibration))
 
 
 def _enough(
     leader: LeaderboardRow, auto_row: LeaderboardRow | None, auto: Leaderboard, needed: int
-) -> Check:
+) -> Condition:
     """Ranked in both tiers, on as many scenarios as a paired test needs to decide."""
     found = auto_row.n_scenarios if auto_row else 0
     if auto_row is None or not auto_row.ranked:
         wanted = max(auto.min_scenarios, needed)
-        return Check(
+        return Condition(
             "enough judged",
             False,
             f"{leader.name}: {found} auto-judged scenarios, {wanted} needed",
         )
     judged = f"{leader.n_scenarios} human- and {found} auto-judged scenarios"
     if min(leader.n_scenarios, found) < needed:
-        return Check(
+        return Condition(
             "enough judged",
             False,
             f"{leader.name}: {judged}; a paired test needs {needed} to be able to tell a "
             "difference (compare's rule), for a first promotion too",
         )
-    return Check("enough judged", True, judged)
+    return Condition("enough judged", True, judged)
 
 
 def _agree(
     human_first: Sequence[LeaderboardRow], both: Sequence[LeaderboardRow], auto: Leaderboard
-) -> Check:
+) -> Condition:
     """Exactly one cell is first in both tiers."""
     if len(both) > 1:
-        return Check(
+        return Condition(
             "tiers agree",
             False,
             f"both tiers rank {_names(both)} first, tied on the evidence: the gate cannot tell "
@@ -265,8 +264,8 @@ def _agree(
         auto_row = _row(auto, row.model, row.prompt_version)
         assert auto_row is not None
         how = _how(row, auto_row, auto)
-        return Check("tiers agree", True, f"both tiers rank {row.name} first{how}")
-    return Check("tiers agree", False, "; ".join(_not_first(row, auto) for row in human_first))
+        return Condition("tiers agree", True, f"both tiers rank {row.name} first{how}")
+    return Condition("tiers agree", False, "; ".join(_not_first(row, auto) for row in human_first))
 
 
 def _how(row: LeaderboardRow, auto_row: LeaderboardRow, auto: Leaderboard) -> str:
@@ -316,11 +315,11 @@ def _beats(
     production: str,
     margin: float,
     alpha: float,
-) -> tuple[Check, dict[str, Any]]:
+) -> tuple[Condition, dict[str, Any]]:
     human_prod = _row(human, model, production)
     auto_prod = _row(auto, model, production)
     if human_prod is None or auto_prod is None or human.anytime is None:
-        return Check(
+        return Condition(
             "beats production",
             False,
             f"production prompt {production} has no judged runs on {model} in both tiers "
@@ -343,15 +342,17 @@ def _beats(
         f"p = {gain.p_value:.3f}), {gain.n_pairs} scenarios"
     )
     if gain.n_pairs == 0 or not gain.mean_diff >= margin:
-        return Check("beats production", False, f"{text}; below the margin {margin:g}"), evidence
+        return Condition(
+            "beats production", False, f"{text}; below the margin {margin:g}"
+        ), evidence
     if not low > 0:
         why = "not decided" if sequence is None else "the sequence still holds 0"
-        return Check("beats production", False, f"{text}; {why}"), evidence
+        return Condition("beats production", False, f"{text}; {why}"), evidence
     if auto_gain is None or not auto_gain.mean_diff > 0:
         diff = "none" if auto_gain is None else f"{auto_gain.mean_diff:+.2f}"
-        return Check(
+        return Condition(
             "beats production", False, f"{text}; the auto tier disagrees ({diff})"
         ), evidence
-    return Check(
+    return Condition(
         "beats production", True, f"{text}; auto gain {auto_gain.mean_diff:+.2f}"
     ), evidence

@@ -17,7 +17,7 @@ from tipbench.compare import (
 from tipbench.judge import DEFAULT_MIN_KAPPA, TIERS
 from tipbench.judging import judging_state
 from tipbench.promote._combined_gate import CombinedEvidence
-from tipbench.promote._gate import DEFAULT_MARGIN, Decision, decide
+from tipbench.promote._gate import DEFAULT_MARGIN_POINTS, Decision, decide
 from tipbench.promote._registry import PRODUCTION_ALIAS, production_prompt, promote_prompt
 from tipbench.suite import PromptVersion, load_suite
 from tipbench.tracking import (
@@ -46,7 +46,7 @@ def promote(
     apply: bool = False,
     record: bool = False,
     prompt_name: str = DEFAULT_PROMPT_NAME,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = DEFAULT_MARGIN_POINTS,
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
     suite: str | Path | None = None,
     min_kappa: float = DEFAULT_MIN_KAPPA,
