@@ -216,12 +216,15 @@ def shot(page: Page, name: str) -> None:
 def open_trace(page: Page, bench: Bench, trace_id: str) -> Locator:
     """The trace's drawer, opened as a user comes to it: from the Traces list, where MLflow
     first shows its guidance (dismissed with "Got it": it renders with the button it points
-    at, and over the drawer it could no longer be clicked)."""
+    at, and over the drawer it could no longer be clicked). The click is dispatched, not an
+    action: an action on the hint would first run the page's handler, which dismisses the
+    hint, and then wait for the hint it just dismissed."""
     page.goto(f"/#/experiments/{bench.experiment_id}/traces")
     expect(page.locator(DETECT_ISSUES)).to_be_visible()
     hint = page.locator(HINT_DONE)
     if hint.is_visible():
-        hint.click()
+        with contextlib.suppress(PlaywrightError):  # (the handler may have won the race)
+            hint.dispatch_event("click", timeout=3_000)
     expect(hint).to_be_hidden()
     page.goto(f"/#/experiments/{bench.experiment_id}/traces?selectedEvaluationId={trace_id}")
     return page.locator(DRAWER)
