@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -73,11 +72,10 @@ def load_as_the_backend(model_path: str, n_ctx: int, shortlist: bool) -> Any:
     from llama_cpp import Llama
 
     aligned = backend_module("_aligned")
-    threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
-    extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
+    threads = backend_module("_threads").llama_threads()
     with plain_cpu_buffers():
         llm = Llama(
-            model_path=model_path, n_ctx=n_ctx, n_batch=aligned.BLOCK, verbose=False, **extra
+            model_path=model_path, n_ctx=n_ctx, n_batch=aligned.BLOCK, verbose=False, **threads
         )
     if shortlist:
         backend_module("_shortlist").shortlist_grammar(llm)

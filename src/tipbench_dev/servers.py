@@ -21,6 +21,7 @@ from typing import Self
 import httpx
 
 from tipbench.backends._aligned import BLOCK
+from tipbench.backends._threads import llama_threads
 
 #: The serving and admin tokens `PolicyServer` starts the policy service with.
 POLICY_TOKEN = "policy-service-token-0123456789"
@@ -164,11 +165,12 @@ class LlamaCppServer(ServerProcess):
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
             "--n_batch", str(BLOCK),  # a fresh prompt is evaluated as the embedded backend does
         ]  # fmt: skip
-        if not self.cpus:
-            return command
-        threads = str(len(self.cpus))
-        pinned = ["taskset", "-c", ",".join(map(str, sorted(self.cpus)))]
-        return [*pinned, *command, "--n_threads", threads, "--n_threads_batch", threads]
+        if self.cpus:
+            threads = {"n_threads": len(self.cpus), "n_threads_batch": len(self.cpus)}
+            command = ["taskset", "-c", ",".join(map(str, sorted(self.cpus))), *command]
+        else:  # as the embedded backend runs: TIPBENCH_LLAMA_THREADS, if set
+            threads = llama_threads()
+        return [*command, *(arg for name, n in threads.items() for arg in (f"--{name}", str(n)))]
 
 
 class TipbenchServer(ServerProcess):

@@ -24,6 +24,7 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.backends._gguf import read_gguf_header
+from tipbench.backends._threads import THREADS_ENV
 from tipbench.collect import AnswerDone, parse_tips, tips_schema
 from tipbench.suite import load_suite
 
@@ -279,4 +280,30 @@ def test_a_truncated_model_file_fails_to_load_with_a_backend_error(
     assert backend.describe().parameter_count == read_gguf_header(smollm2_path).parameter_count
     with pytest.raises(BackendError, match="cannot load"):
         backend.load()
+    assert backend._llm is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_the_thread_count_is_used_for_generating_and_for_prompts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two models on two cores, one thread each: neither waits on a thread without a core."""
+    monkeypatch.setenv(THREADS_ENV, "1")
+    with open_backend(SMOLLM2) as backend:
+        params = backend._llm.context_params  # type: ignore[attr-defined]
+        assert (params.n_threads, params.n_threads_batch) == (1, 1)
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1"])
+def test_a_thread_count_that_is_not_a_count_fails_the_load_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv(THREADS_ENV, value)
+    backend = open_backend(SMOLLM2)
+    with pytest.raises(BackendError) as refused:
+        backend.load()
+    assert str(refused.value) == (
+        f"llamacpp:smollm2-135m: {THREADS_ENV} must be a number of threads (1 or more), "
+        f"not {value!r}"
+    )
     assert backend._llm is None  # type: ignore[attr-defined]

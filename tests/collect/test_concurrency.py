@@ -25,6 +25,7 @@ from support.cells import record_cells
 from support.servers import MlflowServer
 from tipbench._phase import SilentProgress
 from tipbench.backends import ModelSpec
+from tipbench.backends._threads import THREADS_ENV
 from tipbench.collect import Cell, CellOutcome, CollectConfig
 from tipbench.suite import load_suite
 from tipbench.tracking import KIND_LOCK, KIND_TAG, TrackingStore, experiment_lock, holder_name
@@ -48,8 +49,9 @@ def store_uri(request: pytest.FixtureRequest, sqlite_uri: str) -> str:
 def start_collect(
     uri: str, experiment: str, home: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    """A collect process with its own data folder: no response cache shared between them."""
-    env = {**os.environ, "TIPBENCH_HOME": str(home), **(env or {})}
+    """A collect process with its own data folder: no response cache shared between them.
+    Two of them run at once, on one core each (`backends/_threads.py`)."""
+    env = {**os.environ, "TIPBENCH_HOME": str(home), THREADS_ENV: "1", **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "tipbench.cli", "collect", "--tracking-uri", uri,
          "--experiment", experiment, *(args or GRID)],

@@ -58,6 +58,7 @@ def celery(
     deployment = CeleryDeployment(
         tmp_path_factory.mktemp("airflow-celery"), metadata_db, workers=2,
         TIPBENCH_AIRFLOW_PARALLEL_MODELS="2",
+        TIPBENCH_LLAMA_THREADS="1",  # two workers' models on two cores: one core each
     )  # fmt: skip
     try:
         yield deployment.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib.util
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -99,12 +98,15 @@ class LlamaCppBackend(Backend):
 
             from tipbench.backends._aligned import BLOCK, align_prefix_reuse
             from tipbench.backends._shortlist import shortlist_grammar
+            from tipbench.backends._threads import llama_threads
         except ImportError:
             raise BackendMissing(
                 "the embedded backend needs llama-cpp-python: pip install 'tipbench[embedded]'"
             ) from None
-        threads = os.environ.get("TIPBENCH_LLAMA_THREADS")
-        extra: dict[str, Any] = {"n_threads": int(threads)} if threads else {}
+        try:
+            threads = llama_threads()
+        except ValueError as exc:
+            raise BackendError(f"{self.spec}: {exc}") from None
         try:
             with plain_cpu_buffers():
                 llm = Llama(
@@ -112,7 +114,7 @@ class LlamaCppBackend(Backend):
                     n_ctx=self.options.n_ctx,
                     n_batch=BLOCK,
                     verbose=False,
-                    **extra,
+                    **threads,
                 )
         except ValueError:  # llama.cpp could not load it: truncated, corrupt or unsupported
             raise BackendError(
