@@ -104,7 +104,7 @@ class LlamaCppBackend(Backend):
                 "the embedded backend needs llama-cpp-python: pip install 'tipbench[embedded]'"
             ) from None
         try:
-            threads = llama_threads()
+            threads: dict[str, Any] = llama_threads()  # (Llama types its keywords one by one)
         except ValueError as exc:
             raise BackendError(f"{self.spec}: {exc}") from None
         try:
