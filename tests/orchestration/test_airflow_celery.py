@@ -32,6 +32,7 @@ from support.postgres import PostgresCluster
 from support.promotable import MODEL as PROMOTED_MODEL
 from support.promotable import make_promotable_experiment
 from support.servers import MlflowServer
+from tipbench.backends._threads import THREADS_ENV
 from tipbench.orchestration import (
     AirflowClient,
     AirflowSettings,
@@ -58,7 +59,7 @@ def celery(
     deployment = CeleryDeployment(
         tmp_path_factory.mktemp("airflow-celery"), metadata_db, workers=2,
         TIPBENCH_AIRFLOW_PARALLEL_MODELS="2",
-        TIPBENCH_LLAMA_THREADS="1",  # two workers' models on two cores: one core each
+        **{THREADS_ENV: "1"},  # two workers' models on two cores: one core each
     )  # fmt: skip
     try:
         yield deployment.start()
