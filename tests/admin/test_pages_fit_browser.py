@@ -177,6 +177,10 @@ def test_a_board_the_reader_opened_stays_when_the_first_loads_answer_comes_late(
     newest = experiment.replace("-test-", "-newer-")  # no name contains the other
     record_cells(server.tracking_uri, newest, n_scenarios=1)  # type: ignore[attr-defined]
     page = open_page(browser, server, PHONE, "/")
+    # This document's own first load ends before the route is set: a request it made later
+    # would be held, then lost with the document at the reload.
+    expect(page.locator("#leaderboard-experiment")).to_have_value(newest)
+    page.wait_for_load_state("networkidle")
     held: list[Route] = []  # the first load's request for the newest board, answered late
     page.route(f"**/api/bench/leaderboard/{newest}/view*", lambda route: held.append(route))
     page.reload()
