@@ -273,6 +273,11 @@ class FakeOllama:
         with self._lock:
             self._faults += [_Fault("delay", seconds=seconds)] * count
 
+    def clear_faults(self) -> None:
+        """Drop the faults no request has met yet: requests are answered at once again."""
+        with self._lock:
+            self._faults.clear()
+
     def break_stream_next(self, error: str = "llama runner process has terminated") -> None:
         """Break the next generation request: a stream after its first piece, with an error
         line as Ollama sends one mid-stream; an unstreamed request with HTTP 500."""
