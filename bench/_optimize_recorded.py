@@ -4,11 +4,11 @@
     python bench/_optimize_recorded.py BLOCKS.json -- optimize --from v1 …
 
 Runs the `tipbench` command given after `--` in this process, with the embedded backend's
-`load`, `generate` and `unload` wrapped: each load opens a block (the model, its GGUF path,
-its context size), each request is appended to the open block as `_arms.wire` writes it
+`load`, `generate`, `warm` and `unload` wrapped: each load opens a block (the model, its GGUF
+path, its context size), each request is appended to the open block as `_arms.wire` writes it
 (a free answer that collect stopped early is recorded with the tokens it got as its
 `max_tokens`, unstreamed: the same tokens, cut at the same place), and the seconds spent
-inside the three calls are summed. BLOCKS.json gets the blocks and those seconds; the
+inside the four calls are summed. BLOCKS.json gets the blocks and those seconds; the
 caller times the process from start to exit (`optimize_cost.py`).
 """
 
@@ -28,6 +28,7 @@ def record(out: str) -> dict[str, Any]:
     """Wrap the embedded backend; return what the wrappers fill in."""
     log: dict[str, Any] = {"blocks": [], "inside_s": 0.0}
     load, generate, unload = LlamaCppBackend.load, LlamaCppBackend.generate, LlamaCppBackend.unload
+    warm = LlamaCppBackend.warm
 
     def timed_load(self: LlamaCppBackend) -> None:
         start = time.perf_counter()
@@ -48,6 +49,13 @@ def record(out: str) -> dict[str, Any]:
         block["requests"].append(sent)
         return answer
 
+    def timed_warm(self: LlamaCppBackend, request: GenerationRequest) -> None:
+        # the judge's rubric, evaluated (or restored) after a load: the bare loop evaluates
+        # it as the start of the block's first judge request
+        start = time.perf_counter()
+        warm(self, request)
+        log["inside_s"] += time.perf_counter() - start
+
     def timed_unload(self: LlamaCppBackend) -> None:
         start = time.perf_counter()
         unload(self)
@@ -56,6 +64,7 @@ def record(out: str) -> dict[str, Any]:
     LlamaCppBackend.load = timed_load  # type: ignore[method-assign]
     LlamaCppBackend.generate = timed_generate  # type: ignore[method-assign]
     LlamaCppBackend.unload = timed_unload  # type: ignore[method-assign]
+    LlamaCppBackend.warm = timed_warm  # type: ignore[method-assign]
     return log
 
 

@@ -11,7 +11,9 @@ requests:
       seconds spent inside the backend's load, generate and unload;
   (a) baseline: plain llama-cpp-python replaying those blocks in order (`_baseline_blocks.py`:
       the same requests, seeds and token counts, the same loads as the one-model-resident
-      rule makes, no tipbench, no GEPA, no MLflow).
+      rule makes, no tipbench, no GEPA, no MLflow). It evaluates the judge's rubric in every
+      judge block, where (o) evaluates it once per process and restores it on later loads
+      (`backends/_warmed.py`): the same answers for less work.
 
 Both are timed from process start to exit. It prints, per round and as the best round's
 (least disturbed) figures: (o)'s wall time, (a)'s, the ratio o/a (target ≤ 1.10: the

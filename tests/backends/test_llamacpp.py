@@ -25,6 +25,7 @@ from tipbench.backends import (
 )
 from tipbench.backends._gguf import read_gguf_header
 from tipbench.backends._threads import THREADS_ENV
+from tipbench.backends._warmed import WARMED
 from tipbench.collect import AnswerDone, parse_tips, tips_schema
 from tipbench.suite import load_suite
 
@@ -239,6 +240,36 @@ def test_unload_frees_the_model_and_a_second_load_works() -> None:
     finally:
         backend.unload()
     assert backend._llm is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_a_warm_is_restored_by_the_next_load_and_answers_stay_the_same() -> None:
+    """The judge warms every load with its rubric. A later load warmed with the same request
+    restores the earlier warm's state instead of evaluating the prompt again, and answers
+    exactly as a load that evaluated it; another prompt is evaluated as before."""
+    rubric = "Score tips for relevance, actionability and tone, each from 1 to 5. " * 40
+    warm = GenerationRequest((("system", rubric), ("user", "")), 0.0, 1, 1)
+    asked = replace(request(max_tokens=24), messages=(("system", rubric), request().messages[1]))
+
+    def warm_then_ask(warming: GenerationRequest) -> tuple[int, str]:
+        """Tokens the warm evaluated, and the answer to `asked` after it."""
+        with open_backend(SMOLLM2) as backend:
+            llm = backend._llm  # type: ignore[attr-defined]
+            evaluated: list[int] = []
+            evaluate = llm.eval
+            llm.eval = lambda tokens: (evaluated.append(len(tokens)), evaluate(tokens))[1]
+            backend.warm(warming)
+            return sum(evaluated), backend.generate(asked).text
+
+    WARMED.clear()
+    evaluated, first = warm_then_ask(warm)
+    assert evaluated > 600 and first  # the rubric, evaluated
+    restored, again = warm_then_ask(warm)
+    assert (restored, again) == (0, first)
+    WARMED.clear()  # a process that never warmed with it
+    assert warm_then_ask(warm) == (evaluated, first)
+    other = replace(warm, messages=(("system", rubric + " Be strict."), ("user", "")))
+    assert warm_then_ask(other)[0] > 600  # another prompt: evaluated, not restored
 
 
 @pytest.mark.slow

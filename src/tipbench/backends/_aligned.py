@@ -18,33 +18,43 @@ re-evaluates at most `BLOCK - 1` shared tokens.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 #: The batch the prompt is evaluated in, and the grain of the prefix reused.
 BLOCK = 64
 
 
-def align_prefix_reuse(llm: Any) -> None:
+@dataclass
+class AlignedReuse:
+    """What `align_prefix_reuse` keeps between requests of one `llm`."""
+
+    last_prompt: int = 0  # the tokens of the last prompt: the ones evaluated in blocks
+
+
+def align_prefix_reuse(llm: Any) -> AlignedReuse:
     """Make `llm` (a `llama_cpp.Llama` created with `n_batch=BLOCK`) reuse whole blocks only.
 
     `Llama.generate` reuses the longest prefix of its evaluated tokens; cutting those down to
     the whole blocks of the last prompt first (answer tokens are evaluated one at a time, so
-    they are never reused) leaves it nothing else to reuse.
+    they are never reused) leaves it nothing else to reuse. The state returned is what a
+    restored llama.cpp state must bring back with it (`_warmed.py`).
     """
     if llm.n_batch != BLOCK:
         raise ValueError(f"align_prefix_reuse needs n_batch={BLOCK}, not {llm.n_batch}")
     generate: Callable[..., Iterator[int]] = llm.generate
-    last_prompt = 0  # the tokens of the last prompt: the ones evaluated in blocks
+    reuse = AlignedReuse()
 
     def aligned_generate(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
-        nonlocal last_prompt
         tokens = list(tokens)
-        shared = _shared_prefix(llm.input_ids[: min(llm.n_tokens, last_prompt)], tokens[:-1])
+        evaluated = llm.input_ids[: min(llm.n_tokens, reuse.last_prompt)]
+        shared = _shared_prefix(evaluated, tokens[:-1])
         llm.n_tokens = shared - shared % BLOCK  # 0 makes generate start afresh
-        last_prompt = len(tokens)
+        reuse.last_prompt = len(tokens)
         return generate(tokens, *args, **kwargs)
 
     llm.generate = aligned_generate
+    return reuse
 
 
 def _shared_prefix(evaluated: Sequence[int], tokens: Sequence[int]) -> int:

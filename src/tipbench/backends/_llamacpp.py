@@ -81,6 +81,8 @@ class LlamaCppBackend(Backend):
         super().__init__(*args, **kwargs)
         self.path = resolve_model_path(self.spec.name)
         self._llm: Any = None
+        self._reuse: Any = None  # the loaded model's `AlignedReuse`
+        self._threads: dict[str, Any] = {}
 
     def describe(self) -> ModelInfo:
         header = read_gguf_header(self.path)
@@ -122,7 +124,9 @@ class LlamaCppBackend(Backend):
                 "unsupported model file)"
             ) from None
         shortlist_grammar(llm)  # constrained answers at nearly the speed of free ones
-        align_prefix_reuse(llm)  # the same request gives the same answer, whatever came first
+        # the same request gives the same answer, whatever came first
+        self._reuse = align_prefix_reuse(llm)
+        self._threads = threads
         self._llm = llm
 
     def unload(self) -> None:
@@ -165,9 +169,19 @@ class LlamaCppBackend(Backend):
     def warm(self, request: GenerationRequest) -> None:
         """Evaluate the request's prompt (and sample its one token): llama-cpp-python keeps
         the evaluated tokens, and a later request evaluates only what follows the longest
-        prefix it shares with them."""
+        prefix it shares with them. An earlier load's warm with the same request is
+        restored instead of evaluated again (`_warmed.py`)."""
+        from tipbench.backends._warmed import WARMED, Warmed
+
         if self._llm is None:
             raise RuntimeError("warm() before load()")
+        threads = tuple(sorted(self._threads.items()))
+        key = (str(self.path), self.options.n_ctx, threads, repr(request))
+        warmed = WARMED.get(key)
+        if warmed is not None:
+            self._llm.load_state(warmed.state)
+            self._reuse.last_prompt = warmed.last_prompt
+            return
         try:
             self._llm.create_chat_completion(
                 messages=request.chat_messages(),
@@ -178,6 +192,7 @@ class LlamaCppBackend(Backend):
             )
         except ValueError as exc:
             raise GenerationFailed(f"llama.cpp: {exc}") from None
+        WARMED.keep(Warmed(key, self._llm.save_state(), self._reuse.last_prompt))
 
     def _generate_until_complete(
         self, request: GenerationRequest, complete: Callable[[str], bool]
