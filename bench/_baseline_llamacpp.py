@@ -55,12 +55,14 @@ def backend_module(name: str) -> Any:
     """A module of `tipbench.backends` (`_shortlist`, `_aligned`: they need only
     llama-cpp-python, numpy and the standard library), loaded from its file alone."""
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).parents[1] / "src" / "tipbench" / "backends" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # where its dataclasses look themselves up
     spec.loader.exec_module(module)
     return module
 
