@@ -173,11 +173,12 @@ def free_answer(llama_server: LlamaCppServer) -> GenerationRequest:
     """A free request whose answer holds 3 complete tips before half of its text.
 
     Which seed gives such an answer depends on llama.cpp's numerics, which change between
-    versions: the first of a few seeds that does is taken, on the server itself.
+    versions: the first of a few seeds that does is taken, on the server itself. The seed
+    that did on llama-cpp-python 0.3.36 is tried first (the search took 40 s to reach it).
     """
     suite = load_suite()
     backend = backend_at(f"{llama_server.url}/v1")
-    for seed in range(1, 25):
+    for seed in (12, *range(1, 25)):
         request = GenerationRequest(
             messages=suite.prompt("v3-few-shot").render(suite.select_scenarios(1)[0], 3),
             temperature=0.7,
