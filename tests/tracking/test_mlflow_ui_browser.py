@@ -147,16 +147,11 @@ def judged_bench(served: Served, experiment: str, prompts: str) -> Bench:
     return Bench(served.url, found.experiment_id, cells, traces_url, home)
 
 
-@contextlib.contextmanager
-def serving(work: Path) -> Iterator[Served]:
-    with MlflowServer(work / "server") as server:
-        yield Served(server.url, work, work / "home")
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("mlflow-ui")) as started:
-        yield started
+    work = tmp_path_factory.mktemp("mlflow-ui")
+    with MlflowServer(work / "server") as server:
+        yield Served(server.url, work, work / "home")
 
 
 @pytest.fixture(scope="module")
@@ -166,10 +161,11 @@ def bench(served: Served) -> Bench:
 
 
 @pytest.fixture(scope="module")
-def feedback_bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
-    """One cell (prompt v1) on a server of its own, for the test that gives it feedback."""
-    with serving(tmp_path_factory.mktemp("mlflow-ui-feedback")) as started:
-        yield judged_bench(started, FEEDBACK_EXPERIMENT, "v1")
+def feedback_bench(served: Served) -> Bench:
+    """One cell (prompt v1) in an experiment of its own, for the test that gives it
+    feedback; made when that test, the module's last, starts (the prompts page test has
+    seen the registry by then). Its generation comes from the response cache."""
+    return judged_bench(served, FEEDBACK_EXPERIMENT, "v1")
 
 
 @pytest.fixture(scope="module")
@@ -328,8 +324,8 @@ def test_a_score_given_in_mlflows_trace_view_reaches_the_human_tier(
     browser: Browser, feedback_bench: Bench
 ) -> None:
     """A person adds feedback named `relevance` on a candidate in the trace view, as MLflow's
-    UI offers; `judge apply --from-mlflow` makes it the candidate's human score. (On a server
-    of its own: the scores the other tests read stay as the judge file gave them.)"""
+    UI offers; `judge apply --from-mlflow` makes it the candidate's human score. (In an
+    experiment of its own: the scores the other tests read stay as the judge file gave them.)"""
     with opened(browser, feedback_bench.url) as page:
         give_feedback_and_apply(page, feedback_bench)
 
