@@ -26,6 +26,7 @@ def test_the_bundled_model_optimizes_v1_end_to_end(sqlite_uri: str) -> None:
         "--no-heldout", "--tracking-uri", sqlite_uri, timeout=1700,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Downloading artifacts" not in done.stderr  # MLflow's bars, one per read
     out = done.stdout
     assert "training on 1 scenario (student-morning), holding out 7" in out
     found = re.search(r"(\d+) evaluations, (\d+) iterations?, (\d+) proposals?, (\d+) skipped", out)

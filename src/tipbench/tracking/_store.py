@@ -34,6 +34,8 @@ _MLFLOW_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+    # tipbench reports its own progress: a bar per artifact read would break it up
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
 }
 
 # MLflow's largest page of search results: fewer queries and round trips (fetching 10,000
