@@ -76,6 +76,7 @@ def open_page(browser: Browser, server: TipbenchServer, size: dict[str, int], pa
     page.get_by_label("Admin token").fill(TOKEN)
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(re.compile(re.escape(path) + "$"))
+    page.wait_for_load_state()  # its stylesheets too: a layout measured before is not the page's
     return page
 
 
