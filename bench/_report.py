@@ -104,16 +104,20 @@ def print_arms(
     def per_round(key: str) -> list[float]:
         return [r[key].seconds for r in rounds]
 
-    speed = best["b"].tokens_per_s / best["u"].tokens_per_s
+    if "b" not in best:
+        return
     share = best["b"].full / max(best["b"].cells, 1)
-    print(f"(b)/(u) tokens/s:             {speed:.3f}   target ≥ 0.90   {verdict(speed >= 0.9)}")
     print(f"(b) cells with n_tips tips:   {share:.1%}   target ≥ 95%    {verdict(share >= 0.95)}")
-    # issue 24: medians over rounds, with their spread
-    overhead = median_ratio(per_round("a"), per_round("b"))
-    print(
-        f"(b)/(a) wall clock:           {spread(per_round('a'), per_round('b'))}"
-        f"   target median ≤ 1.05   {verdict(overhead <= 1.05)}"
-    )
+    if "u" in best:
+        speed = best["b"].tokens_per_s / best["u"].tokens_per_s
+        met = verdict(speed >= 0.9)
+        print(f"(b)/(u) tokens/s:             {speed:.3f}   target ≥ 0.90   {met}")
+    if "a" in best:  # issue 24: medians over rounds, with their spread
+        overhead = median_ratio(per_round("a"), per_round("b"))
+        print(
+            f"(b)/(a) wall clock:           {spread(per_round('a'), per_round('b'))}"
+            f"   target median ≤ 1.05   {verdict(overhead <= 1.05)}"
+        )
     if "bs" in best and "bo" in best:
         faster = [min(r["bs"].seconds, r["bo"].seconds) for r in rounds]
         default = median_ratio(faster, per_round("b"))
@@ -121,17 +125,18 @@ def print_arms(
             f"(b)/faster of (b:schema), (b:off): {spread(faster, per_round('b'))}"
             f"   target median ≤ 1.05   {verdict(default <= 1.05)}"
         )
-        for key in ("bs", "bo"):
-            label = ARM_LABELS[key].split()[0]
-            print(f"(b)/{label} wall clock: {spread(per_round(key), per_round('b'))}")
         if "b1" in best:  # a first collect: its probe, and its home's store template
             first = median_ratio(faster, per_round("b1"))
             print(
                 f"(b1)/faster of (b:schema), (b:off): {spread(faster, per_round('b1'))}"
                 f"   (a first collect in its home; printed, no target: median {first:.3f})"
             )
-    for key, what in (("s", "every request constrained, as before"), ("t", "schema, shortlist")):
+    for key in ("bs", "bo"):
         if key in best:
+            label = ARM_LABELS[key].split()[0]
+            print(f"(b)/{label} wall clock: {spread(per_round(key), per_round('b'))}")
+    for key, what in (("s", "every request constrained, as before"), ("t", "schema, shortlist")):
+        if key in best and "u" in best:
             cost = best[key].tokens_per_s / best["u"].tokens_per_s
             print(
                 f"({key})/(u) tokens/s:             {cost:.3f}   (what the grammar costs per "

@@ -34,7 +34,10 @@ The bare loop is `_baseline_openai.py`; the requests and the replay are built as
 `collect_overhead.py` builds them (`_arms.py`), and the table is printed by `_report.py`.
 
     python bench/structured_server.py [--n-scenarios N] [--prompts v1,...] [--n-tips N]
-                                      [--repeat K] [--server-cpus 0]
+                                      [--repeat K] [--server-cpus 0] [--arms b,bs]
+
+`--arms` times only those arms (e.g. `b,bs`: the default and `--structured schema`, side by
+side in alternating order, for more rounds in the same time).
 
 `--server-cpus` pins the server to those CPUs (one thread each) and every arm to the others
 (`_arms.pin_server`).
@@ -75,6 +78,7 @@ MODEL = "openai:smollm2@135M"
 _SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 # The bare arms: the official `openai` client in a loop, a program that imports no tipbench.
 BASELINE = Path(__file__).resolve().with_name("_baseline_openai.py")
+ARMS = ("u", "s", "b", "a", "b1", "bs", "bo")  # every arm, in the first round's order
 
 
 def plan(args: argparse.Namespace) -> tuple[CollectConfig, list[dict[str, Any]]]:
@@ -173,7 +177,16 @@ def main() -> int:
     parser.add_argument("--n-tips", type=int, default=5)
     parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--arms",
+        default=",".join(ARMS),
+        help="the arms to time, in this order before rotating (e.g. b,bs: the default against "
+        "--structured schema alone; (a) replays (b) and needs it)",
+    )
     args = parser.parse_args()
+    order = args.arms.split(",")
+    if not set(order) <= set(ARMS) or ("a" in order and "b" not in order):
+        parser.error(f"--arms: a subset of {','.join(ARMS)}, with b wherever a is")
     cpus = pin_server(args.server_cpus)
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
     config, pairs = plan(args)
@@ -199,12 +212,13 @@ def main() -> int:
             print(f"  warm-up done ({warm.seconds:.1f} s)")
             # untimed: the shared home learns the model's path, as after a first collect
             collect_arm(remembering(config), url, folder / "remember", env)
-            order = ["u", "s", "b", "b1", "bs", "bo"]
             modes = {"b": "auto", "b1": "auto", "bs": "schema", "bo": "off"}
             for number in range(1, args.repeat + 1):
                 arms: dict[str, ArmResult] = {}
                 shift = (number - 1) % len(order)
                 for key in order[shift:] + order[:shift]:  # rotate the order
+                    if key == "a":
+                        continue  # run right after (b), below
                     work = folder / f"round-{number}-{key}"
                     work.mkdir()
                     before = served(server)
@@ -216,12 +230,13 @@ def main() -> int:
                         arms[key] = bare(requests, url, work / "out.json", env, names, n)
                     arms[key] = replace(arms[key], requests=served(server) - before)
                     report(number, key, arms[key])
-                    if key == "b":  # (a) replays what (b) just did
+                    if key == "b":
                         ok = ok and arms[key].cells == len(names)
                         counts: dict[str, int] = {}
                         for path in cell_paths.values():
                             counts[path] = counts.get(path, 0) + 1
                         all_paths.append(counts)
+                    if key == "b" and "a" in order:  # (a) replays what (b) just did
                         replayed = write(
                             work / "replay.json",
                             [r for p in pairs for r in replay.following(cell_paths).requests(p)],
