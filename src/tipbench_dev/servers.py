@@ -22,6 +22,7 @@ import httpx
 
 from tipbench.backends._aligned import BLOCK
 from tipbench.backends._threads import llama_threads
+from tipbench.tracking import MLFLOW_WITHOUT_JOBS
 
 #: The serving and admin tokens `PolicyServer` starts the policy service with.
 POLICY_TOKEN = "policy-service-token-0123456789"
@@ -125,9 +126,11 @@ class ServerProcess:
 
 
 class MlflowServer(ServerProcess):
-    """`mlflow server` with a SQLite store, proxying artifacts (`mlflow-artifacts:/`)."""
+    """`mlflow server` with a SQLite store, proxying artifacts (`mlflow-artifacts:/`), without
+    MLflow's server jobs (`MLFLOW_WITHOUT_JOBS`: their consumers slow models beside them)."""
 
     health_path = "/health"
+    env = MLFLOW_WITHOUT_JOBS
 
     def command(self) -> list[str]:
         return [

@@ -8,7 +8,10 @@ inject the faults and retries whose requests the traces must show.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.request import urlopen
 
 import mlflow
 import pytest
@@ -16,7 +19,7 @@ from mlflow.entities import Trace
 
 from support.cli import tipbench
 from support.ollama_server import FakeOllama, ModelEntry
-from support.servers import MlflowServer
+from support.servers import MlflowServer, ServerProcess
 from tipbench.backends import RetryPolicy
 from tipbench.collect import CollectConfig, collect
 from tipbench.promote import promote_prompt, registry_template
@@ -292,8 +295,34 @@ def test_genai_records_can_be_turned_off(server: FakeOllama, sqlite_uri: str) ->
     assert found.client.get_prompt("tipbench-tips") is None
 
 
+class PastedServer(ServerProcess):
+    """A server started from a line pasted into a shell, `{port}` filled in."""
+
+    health_path = "/health"
+
+    def __init__(self, workdir: Path, line: str) -> None:
+        super().__init__(workdir)
+        self.line = line
+
+    def command(self) -> list[str]:
+        return ["bash", "-c", self.line.format(port=self.port)]
+
+    def session_commands(self) -> list[str]:
+        """The command lines of every process the line started (its session)."""
+        assert self.process is not None
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[3]) == self.process.pid:  # the session id
+                    found.append(Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "))
+            except OSError:  # ended meanwhile
+                pass
+        return found
+
+
 def test_collect_says_where_mlflow_shows_the_candidates_and_scores(
-    server: FakeOllama, sqlite_uri: str
+    server: FakeOllama, sqlite_uri: str, tmp_path: Path
 ) -> None:
     grid = ["--models", f"ollama:{QWEN}", "--ollama-url", server.url, "--prompts", "v1"]
     grid += ["--n-scenarios", "1", "--n-tips", "3", "--tracking-uri", sqlite_uri]
@@ -301,8 +330,16 @@ def test_collect_says_where_mlflow_shows_the_candidates_and_scores(
     assert done.returncode == 0, done.stderr
     experiment_id = Found(sqlite_uri).experiment_id
     traces = f"http://127.0.0.1:5000/#/experiments/{experiment_id}/traces"
-    assert f"look at it: mlflow ui --backend-store-uri {sqlite_uri}" in done.stdout
+    ui = f"MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --backend-store-uri {sqlite_uri}"
+    assert f"look at it: {ui}" in done.stdout
     assert f"its candidates and scores: {traces}" in done.stdout  # where `mlflow ui` serves
+    # the command, as a user pastes it, serves the experiment without MLflow's job consumers
+    with PastedServer(tmp_path, f"{ui} --port {{port}}") as pasted:
+        got = json.load(
+            urlopen(f"{pasted.url}/api/2.0/mlflow/experiments/get?experiment_id={experiment_id}")
+        )
+        assert got["experiment"]["name"] == "tip-bench-auto"
+        assert not [c for c in pasted.session_commands() if "huey" in c]
 
     off = tipbench("collect", *grid, "--experiment", "tip-bench-runs", "--no-genai-records")
     assert off.returncode == 0, off.stderr

@@ -21,7 +21,7 @@ from tipbench.collect import (
     CollectResult,
     collect,
 )
-from tipbench.tracking import traces_page
+from tipbench.tracking import mlflow_ui_command, traces_page
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Where `mlflow ui` serves by default.
@@ -162,7 +162,7 @@ def report(result: CollectResult) -> None:
     uri = redact_uri(result.tracking_uri)
     traces = result.genai_records and result.experiment_id
     if result.tracking_uri.startswith("sqlite:"):
-        out(f"look at it: mlflow ui --backend-store-uri {uri}")
+        out(f"look at it: {mlflow_ui_command(uri)}")
         if traces:
             out(f"  its candidates and scores: {traces_page(_LOCAL_UI, result.experiment_id)}")
     elif traces and result.tracking_uri.startswith(("http://", "https://")):

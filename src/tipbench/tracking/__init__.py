@@ -98,10 +98,12 @@ from tipbench.tracking._scores import (
 )
 from tipbench.tracking._store import (
     KIND_COLLECTION,
+    MLFLOW_WITHOUT_JOBS,
     TrackingStore,
     check_experiment,
     data_dir,
     experiment_is_new,
+    mlflow_ui_command,
     open_in_background,
     private_dir,
     resolve_tracking_uri,
@@ -155,6 +157,7 @@ __all__ = [
     "KIND_TAG",
     "LINKED_PROMPTS_TAG",
     "LLM_JUDGE",
+    "MLFLOW_WITHOUT_JOBS",
     "MODEL_PATHS",
     "OPTIMIZATION_TAG",
     "PARENT_REGISTRY_TAG",
@@ -222,6 +225,7 @@ __all__ = [
     "log_texts",
     "mark_updated",
     "metric_name",
+    "mlflow_ui_command",
     "model_path",
     "new_trace_id",
     "open_in_background",
