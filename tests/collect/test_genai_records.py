@@ -7,8 +7,10 @@ inject the faults and retries whose requests the traces must show.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.request import urlopen
@@ -307,18 +309,25 @@ class PastedServer(ServerProcess):
     def command(self) -> list[str]:
         return ["bash", "-c", self.line.format(port=self.port)]
 
-    def session_commands(self) -> list[str]:
-        """The command lines of every process the line started (its session)."""
+    def session(self) -> dict[int, str]:
+        """Every process the line started (its session): pid, command line."""
         assert self.process is not None
-        found = []
+        found = {}
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
                 stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 if int(stat[3]) == self.process.pid:  # the session id
-                    found.append(Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " "))
+                    found[int(pid)] = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
             except OSError:  # ended meanwhile
                 pass
         return found
+
+    def stop(self) -> None:
+        """Stop the whole session: `mlflow ui`'s workers outlive their process group."""
+        super().stop()
+        for pid in self.session() if self.process is not None else {}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_collect_says_where_mlflow_shows_the_candidates_and_scores(
@@ -339,7 +348,7 @@ def test_collect_says_where_mlflow_shows_the_candidates_and_scores(
             urlopen(f"{pasted.url}/api/2.0/mlflow/experiments/get?experiment_id={experiment_id}")
         )
         assert got["experiment"]["name"] == "tip-bench-auto"
-        assert not [c for c in pasted.session_commands() if "huey" in c]
+        assert not [c for c in pasted.session().values() if "huey" in c]
 
     off = tipbench("collect", *grid, "--experiment", "tip-bench-runs", "--no-genai-records")
     assert off.returncode == 0, off.stderr
