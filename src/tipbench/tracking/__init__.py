@@ -98,12 +98,10 @@ from tipbench.tracking._scores import (
 )
 from tipbench.tracking._store import (
     KIND_COLLECTION,
-    MLFLOW_WITHOUT_JOBS,
     TrackingStore,
     check_experiment,
     data_dir,
     experiment_is_new,
-    mlflow_ui_command,
     open_in_background,
     private_dir,
     resolve_tracking_uri,
@@ -112,11 +110,13 @@ from tipbench.tracking._store import (
 from tipbench.tracking._trace import (
     EXPERIMENT_KIND_GENAI,
     EXPERIMENT_KIND_TAG,
+    MLFLOW_WITHOUT_JOBS,
     CellTrace,
     RequestSpan,
     candidate_span_id,
     cell_trace_ids,
     link_trace,
+    mlflow_ui_command,
     new_trace_id,
     traces_page,
     write_trace,

@@ -45,17 +45,6 @@ _PAGE_SIZE = 50_000
 #: The kind of a collection's parent run (a cell run's layout: `_layout`).
 KIND_COLLECTION = "collection"
 
-#: How to start `mlflow server` or `mlflow ui` without MLflow's server jobs, which tipbench
-#: does not use: since MLflow 3.17 seven consumer processes poll for them all the time
-#: (a third of a core), and an embedded model beside them on 2 cores generated at half speed.
-MLFLOW_WITHOUT_JOBS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-
-
-def mlflow_ui_command(uri: str) -> str:
-    """The shell command that serves the local store `uri` in MLflow's UI, without jobs."""
-    variables = " ".join(f"{name}={value}" for name, value in MLFLOW_WITHOUT_JOBS.items())
-    return f"{variables} mlflow ui --backend-store-uri {uri}"
-
 
 def data_dir() -> Path:
     """tipbench's own folder: `$TIPBENCH_HOME`, else `$XDG_DATA_HOME/tipbench`."""
