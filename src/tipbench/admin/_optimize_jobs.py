@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from tipbench.collect import BENCH_EXPERIMENT_PATTERN, DEFAULT_MODELS
-from tipbench.optimize import DEFAULT_OPTIMIZE_EXPERIMENT, OptimizeConfig
+from tipbench.optimize import DEFAULT_OPTIMIZE_EXPERIMENT, ROLES, OptimizeConfig
 
 OPTIMIZATION_JOB: Literal["optimization"] = "optimization"
 #: The largest budget a job from the web spends (a few hours on small models).
@@ -61,6 +61,11 @@ class OptimizationJobRequest(OptimizeConfig):
             "--ollama-url", self.ollama_url,
             "--structured", self.structured,
         ]  # fmt: skip
+        if self.openai_base_url:
+            args += ["--openai-base-url", self.openai_base_url]
+        for role in ROLES:
+            if (url := self.server(role)) is not None:
+                args += [f"--{role}-url", url]
         if self.train_scenarios:
             args += ["--train-scenarios", self.train_scenarios]
         if self.heldout_experiment:

@@ -51,6 +51,15 @@ class ModelSpec:
     def __str__(self) -> str:
         return f"{self.backend}:{self.name}"
 
+    def with_declared_size(self) -> str:
+        """The spec with its declared size (`openai:m@3B`), as settings keep it: parsed
+        again wherever the spec goes next, it still declares the size (`str` drops it)."""
+        count = self.declared_parameters
+        if count is None:
+            return str(self)
+        scale, unit = (1e9, "B") if count >= 1e8 else (1e6, "M")
+        return f"{self}@{f'{count / scale:.6f}'.rstrip('0').rstrip('.')}{unit}"
+
     @classmethod
     def parse(cls, text: str) -> ModelSpec:
         """Parse a model spec; an `@SIZE` suffix declares the size for servers that hide it.

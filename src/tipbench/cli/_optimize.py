@@ -123,6 +123,20 @@ class OptimizeBar(_BarProgress):
 )
 @options.ollama_url
 @options.openai_base_url
+@click.option(
+    "--model-url",
+    default=None,
+    help="The server of --model, if not the shared one: an OpenAI-compatible base URL "
+    "(…/v1) or an Ollama host, as its spec's backend says [default: --openai-base-url or "
+    "--ollama-url].",
+)
+@click.option("--judge-url", default=None, help="The server of --judge-model (as --model-url).")
+@click.option(
+    "--reflection-url",
+    default=None,
+    help="The server of --reflection-model (as --model-url): a larger model on another "
+    "machine, say.",
+)
 @options.tracking_uri
 def optimize_command(
     tracking_uri: str | None, no_heldout: bool, openai_base_url: str | None, **values: object

@@ -98,7 +98,7 @@ class AutoJudgeConfig(PhaseConfig):
     @classmethod
     def _model_spec(cls, value: str) -> str:
         try:
-            return str(ModelSpec.parse(value))
+            return ModelSpec.parse(value).with_declared_size()  # the size guard needs it
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
 

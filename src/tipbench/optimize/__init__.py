@@ -15,6 +15,8 @@ from tipbench.optimize._config import (
     DEFAULT_OPTIMIZE_EXPERIMENT,
     DEFAULT_SHORTLIST,
     HELDOUT_SUFFIX,
+    ROLES,
+    ModelRole,
     OptimizeConfig,
 )
 
@@ -107,10 +109,12 @@ __all__ = [
     "KIND_OPTIMIZATION",
     "LINEAGE_FILE",
     "PLOT_FILE",
+    "ROLES",
     "SHORTLIST_TAG",
     "HeldOut",
     "IterationSummary",
     "LineageRow",
+    "ModelRole",
     "OptimizationResult",
     "OptimizationStatus",
     "OptimizeConfig",

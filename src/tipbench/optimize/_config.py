@@ -1,15 +1,25 @@
 """An optimization's settings: the keys of `tipbench optimize`, validated the same way from
-the CLI, the admin API and the DAG (`OptimizeConfig`)."""
+the CLI, the admin API and the DAG (`OptimizeConfig`).
+
+Model specs keep their declared size (`openai:MODEL@3B`), so that the size guard sees it
+wherever the spec goes next (collect, the judge, the reflection, the held-out grid). Each of
+the three models may have a server of its own (`model_url`, `judge_url`, `reflection_url`):
+the base URL of an OpenAI-compatible server or an Ollama host, as its spec's backend says;
+without one, a model uses the shared `openai_base_url` or `ollama_url`.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from tipbench._errors import ConfigError
-from tipbench._phase import PhaseConfig
-from tipbench.backends import ModelSpec
+from tipbench._phase import ExperimentName, PhaseConfig
+from tipbench.backends import BackendOptions, ModelSpec
 from tipbench.collect import CollectConfig
 from tipbench.judge import DEFAULT_JUDGE_MODEL
 
@@ -22,10 +32,19 @@ DEFAULT_MINIBATCH = 3
 HELDOUT_SUFFIX = "-heldout"
 _COUNT = re.compile(r"^\d+$")
 
+#: The models an optimization calls: the task model, the judge and the reflection model.
+ModelRole = Literal["model", "judge", "reflection"]
+ROLES: tuple[ModelRole, ...] = ("model", "judge", "reflection")
+_SPEC_FIELD: dict[str, str] = {
+    "model": "model",
+    "judge": "judge_model",
+    "reflection": "reflection_model",
+}
+
 
 def _model_spec(value: str) -> str:
     try:
-        return str(ModelSpec.parse(value.strip()))
+        return ModelSpec.parse(value.strip()).with_declared_size()
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
 
@@ -51,13 +70,42 @@ class OptimizeConfig(PhaseConfig):
     minibatch: int = Field(default=DEFAULT_MINIBATCH, ge=1, le=100)
     n_tips: int = Field(default=5, ge=1, le=20)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
-    heldout_experiment: str | None = None
+    heldout_experiment: ExperimentName | None = None
     heldout: bool = True  # run the held-out grid after the proposals
+    #: The server of each model, if not the shared one (see the module's doc).
+    model_url: str | None = Field(default=None, max_length=2048)
+    judge_url: str | None = Field(default=None, max_length=2048)
+    reflection_url: str | None = Field(default=None, max_length=2048)
 
     @field_validator("model", "judge_model", "reflection_model")
     @classmethod
     def _spec(cls, value: str) -> str:
         return _model_spec(value)
+
+    @field_validator("heldout_experiment")
+    @classmethod
+    def _apart(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value == info.data.get("experiment"):
+            raise ValueError(
+                "the held-out grid needs an experiment of its own, not the training one: "
+                "the gate would count the training cells"
+            )
+        return value
+
+    @field_validator("model_url", "judge_url", "reflection_url")
+    @classmethod
+    def _server(cls, value: str | None, info: ValidationInfo) -> str | None:
+        value = (value or "").strip() or None
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an http(s) URL: {value!r}")
+        role = str(info.field_name).removesuffix("_url")
+        spec = str(info.data.get(_SPEC_FIELD.get(role, "model"), ""))
+        if spec and ModelSpec.parse(spec).backend == "llamacpp":
+            raise ValueError(f"{spec} runs embedded, in this process: it has no server")
+        return value
 
     @field_validator("train_scenarios")
     @classmethod
@@ -84,9 +132,37 @@ class OptimizeConfig(PhaseConfig):
         """The experiment of the held-out grid: `--heldout-experiment`, else EXPERIMENT-heldout."""
         return self.heldout_experiment or f"{self.experiment}{HELDOUT_SUFFIX}"
 
+    def spec(self, role: ModelRole) -> ModelSpec:
+        """The model spec of `role` (its declared size with it)."""
+        return ModelSpec.parse(str(getattr(self, _SPEC_FIELD[role])))
+
+    def server(self, role: ModelRole) -> str | None:
+        """The server given for `role`'s model, if any (else the shared one is used)."""
+        url: str | None = getattr(self, f"{role}_url")
+        return url
+
+    def phase_settings(self, role: ModelRole) -> dict[str, Any]:
+        """What every phase shares (`PhaseConfig`'s keys), with the server of `role`'s model."""
+        shared = self.model_dump(include=set(PhaseConfig.model_fields))
+        url = self.server(role)
+        if url is None:
+            return shared
+        key = "openai_base_url" if self.spec(role).backend == "openai" else "ollama_url"
+        return shared | {key: url}
+
+    def options(self, role: ModelRole, **overrides: Any) -> BackendOptions:
+        """The backend options of `role`'s model: its server, with `overrides` (`n_ctx`)."""
+        options = self.backend_options(**overrides)
+        url = self.server(role)
+        if url is None:
+            return options
+        if self.spec(role).backend == "openai":
+            return replace(options, openai_base_url=url)
+        return replace(options, ollama_url=url)
+
     def grid(self, prompts: list[str], scenarios: list[str], experiment: str) -> CollectConfig:
         """The grid of one model on these prompt versions and scenarios (collect's config)."""
-        shared = self.model_dump(include=set(PhaseConfig.model_fields))
+        shared = self.phase_settings("model")
         return CollectConfig(
             **(shared | {"experiment": experiment}),
             models=[self.model],

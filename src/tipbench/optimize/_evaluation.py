@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from tipbench._phase import PhaseConfig, SilentProgress
+from tipbench._phase import SilentProgress
 from tipbench.collect import CellOutcome, collect
 from tipbench.judge import AutoJudgeConfig, auto_judge, fetch_candidates
 from tipbench.optimize._config import OptimizeConfig
@@ -79,7 +79,7 @@ class Evaluator:
                 progress=_Cells(self._made),
                 parent_tags=self.parent_tags,
             )
-            shared = self.config.model_dump(include=set(PhaseConfig.model_fields))
+            shared = self.config.phase_settings("judge")
             auto_judge(self.store, AutoJudgeConfig(judge_model=self.config.judge_model, **shared))
             runs = self._runs(prompt, model, ids)
         found = {run.scenario_id: self._feedback(run, with_feedback) for run in runs}

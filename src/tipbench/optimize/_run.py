@@ -21,14 +21,14 @@ from typing import Protocol
 
 from tipbench._errors import BackendError, ConfigError
 from tipbench._words import counted
-from tipbench.backends import Backend, BackendOptions, ModelSpec, RetryPolicy, open_checked
+from tipbench.backends import Backend, RetryPolicy, open_checked
 from tipbench.collect import CollectProgress
 from tipbench.judge import AutoJudgeProgress
 from tipbench.optimize._adapter import Proposer, TipbenchAdapter
-from tipbench.optimize._config import OptimizeConfig
+from tipbench.optimize._config import ModelRole, OptimizeConfig
 from tipbench.optimize._engine import Events, run_gepa
 from tipbench.optimize._evaluation import Evaluator
-from tipbench.optimize._heldout import HeldOut, run_heldout
+from tipbench.optimize._heldout import HeldOut, check_heldout_experiment, run_heldout
 from tipbench.optimize._lineage import Lineage, Skipped
 from tipbench.optimize._record import OptimizationRecord
 from tipbench.optimize._reflect import Reflector
@@ -162,9 +162,10 @@ class Prepared:
     reflection: Backend
 
 
-def prepare(config: OptimizeConfig) -> Prepared:
+def prepare(config: OptimizeConfig, tracking_uri: str | None = None) -> Prepared:
     """Check everything an optimization needs, writing nothing: the suite folder, the start
-    version, the split, the budget and every model's size.
+    version, the split, the budget, the held-out experiment (in the store at
+    `tracking_uri`) and every model's size.
 
     Raises:
         TipbenchError: the first problem, in one line.
@@ -174,7 +175,10 @@ def prepare(config: OptimizeConfig) -> Prepared:
     start = suite.prompt(config.from_version)
     split = split_scenarios(suite.scenarios, config.seed, config.train_count, config.train_ids)
     _check_budget(config, split)
-    return Prepared(folder, suite, start, split, _preflight(config))
+    reflection = _preflight(config)
+    if config.heldout:
+        check_heldout_experiment(tracking_uri, config, split)
+    return Prepared(folder, suite, start, split, reflection)
 
 
 def optimize(
@@ -192,7 +196,7 @@ def optimize(
         TipbenchError: bad input, checked before anything is written (see the module's doc),
             or a store, model or suite that cannot be used.
     """
-    prepared = prepare(config)
+    prepared = prepare(config, tracking_uri)
     folder, suite, start, split = prepared.folder, prepared.suite, prepared.start, prepared.split
     copy_bundled_suite(folder)  # nothing is written before this line
     config = config.model_copy(update={"suite": str(folder)})
@@ -260,26 +264,23 @@ def _check_budget(config: OptimizeConfig, split: Split) -> None:
 
 
 def _preflight(config: OptimizeConfig) -> Backend:
-    """Apply the size guard to every model before anything is written; return the
-    reflection model's backend (collect and the judge check theirs again when they run)."""
-    checked = [
-        _checked(config, "--model", config.model, config.backend_options()),
-        _checked(config, "--judge-model", config.judge_model, config.backend_options()),
-        _checked(
-            config,
-            "--reflection-model",
-            config.reflection_model,
-            config.backend_options(n_ctx=REFLECTION_N_CTX),
-        ),
-    ]
-    return checked[-1]
+    """Apply the size guard to every model, on its own server, before anything is written;
+    return the reflection model's backend (collect and the judge check theirs again when
+    they run)."""
+    _checked(config, "model")
+    _checked(config, "judge")
+    return _checked(config, "reflection", n_ctx=REFLECTION_N_CTX)
 
 
-def _checked(config: OptimizeConfig, option: str, spec: str, options: BackendOptions) -> Backend:
+def _checked(config: OptimizeConfig, role: ModelRole, **overrides: int) -> Backend:
     """The backend of one of the models, checked; its errors name the option."""
+    option = "--model" if role == "model" else f"--{role}-model"
     try:
         return open_checked(
-            ModelSpec.parse(spec), options, config.max_model_b, config.allow_unknown_size
+            config.spec(role),
+            config.options(role, **overrides),
+            config.max_model_b,
+            config.allow_unknown_size,
         ).backend
     except BackendError as exc:
         raise type(exc)(f"{option}: {exc}") from exc

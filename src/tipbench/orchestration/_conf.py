@@ -66,7 +66,7 @@ class BenchConf(RunRequest):
         if value is None:
             return None
         try:
-            return str(ModelSpec.parse(value.strip()))
+            return ModelSpec.parse(value.strip()).with_declared_size()
         except TipbenchError as exc:
             raise PydanticCustomError("model_spec", str(exc)) from None
 

@@ -37,6 +37,12 @@ logger = logging.getLogger("tipbench.orchestration")
 _EVENTS = ProgressEvents.to_logger(logger)
 
 
+_HELDOUT_SERVERS = (
+    "not a key of this DAG: its held-out grid runs on bench_collect's tasks, which reach the "
+    "task model and the judge through ollama_url (or the workers' OPENAI_BASE_URL)"
+)
+
+
 class OptimizeConf(OptimizeConfig):
     """`dag_run.conf` of `prompt_optimize`: `tipbench optimize`'s keys on tipbench's working
     copy of the suite (a folder path never comes from a conf), and where to track it."""
@@ -53,6 +59,21 @@ class OptimizeConf(OptimizeConfig):
     mlflow_url: str | None = Field(
         default=None, description="MLflow tracking URI [default: the deployment's store]."
     )
+    reflection_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="The reflection model's server, if not the shared one: an "
+        "OpenAI-compatible base URL or an Ollama host, as its spec says.",
+    )
+    model_url: None = Field(default=None, description=_HELDOUT_SERVERS)
+    judge_url: None = Field(default=None, description=_HELDOUT_SERVERS)
+
+    @field_validator("model_url", "judge_url", mode="before")
+    @classmethod
+    def _shared_servers(cls, value: object) -> None:
+        if value not in (None, ""):
+            raise ValueError(_HELDOUT_SERVERS)
+        return None
 
     @field_validator("experiment")
     @classmethod
