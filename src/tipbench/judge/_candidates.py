@@ -1,4 +1,9 @@
-"""Reading what collect recorded: the judgeable cell runs and their `candidates.json`."""
+"""Reading what collect recorded: the judgeable cell runs and their `candidates.json`.
+
+A judgeable run is a finished one (`TrackingStore.cell_runs`): collect creates a cell's run
+with its tags and stores its candidates after them, so a run still being written is never
+read here. A finished run whose file cannot be read is a `TrackingError` naming the run.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tipbench._errors import TrackingError
 from tipbench.tracking import (
     CANDIDATES_FILE,
     RUBRIC_FILE,
@@ -16,6 +22,7 @@ from tipbench.tracking import (
     CellRun,
     RecordedCandidate,
     TrackingStore,
+    short_error,
 )
 
 _DOWNLOAD_THREADS = 8
@@ -41,12 +48,21 @@ def fetch_rubric(store: TrackingStore, run: CellRun) -> tuple[str, str]:
 
 
 def fetch_candidates(store: TrackingStore, runs: Iterable[CellRun]) -> list[CellCandidates]:
-    """Download `candidates.json` of each run (in parallel), in the order given."""
+    """Download `candidates.json` of each run (in parallel), in the order given.
+
+    Raises:
+        TrackingError: A run's file cannot be read (named, with MLflow's reason).
+    """
 
     def fetch(run: CellRun) -> CellCandidates:
         with tempfile.TemporaryDirectory(prefix="tipbench-") as tmp:
-            path = store.client.download_artifacts(run.run_id, CANDIDATES_FILE, tmp)
-            document = CandidatesFile.model_validate_json(Path(path).read_bytes())
+            try:
+                path = store.client.download_artifacts(run.run_id, CANDIDATES_FILE, tmp)
+                document = CandidatesFile.model_validate_json(Path(path).read_bytes())
+            except Exception as exc:
+                raise TrackingError(
+                    f"cannot read the candidates of run {run.run_id}: {short_error(exc)}"
+                ) from exc
         return CellCandidates(
             run_id=run.run_id,
             model=run.model,

@@ -105,8 +105,14 @@ class CellMetric:
 
 #: Every cell run, whatever its status.
 CELL_RUNS = f"tags.`{KIND_TAG}` = '{KIND_CELL}'"
+#: MLflow's status of a run its writer has completed: a cell run is created with its tags
+#: and gets its candidates after them, so until then it is not judgeable.
+RUN_FINISHED = "FINISHED"
 #: The cell runs with candidates: what the judges score and compare ranks.
-JUDGEABLE_RUNS = f"{CELL_RUNS} AND tags.{CellTag.CELL_STATUS} = '{CELL_OK}'"
+JUDGEABLE_RUNS = (
+    f"{CELL_RUNS} AND tags.{CellTag.CELL_STATUS} = '{CELL_OK}'"
+    f" AND attributes.status = '{RUN_FINISHED}'"
+)
 #: The judgeable runs the human judge has not scored yet.
 PENDING_RUNS = f"{JUDGEABLE_RUNS} AND tags.{CellTag.JUDGE_PENDING} = 'true'"
 
@@ -115,7 +121,8 @@ def cell_selection(
     *, judgeable: bool = False, pending: bool = False, prompt_version: str | None = None
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The tag and param values that select cell runs: all, the judgeable or pending ones,
-    or those of a prompt version."""
+    or those of a prompt version (the judgeable ones are also `RUN_FINISHED`:
+    `cell_run_status`)."""
     tags = {KIND_TAG: KIND_CELL}
     if judgeable or pending:
         tags[CellTag.CELL_STATUS] = CELL_OK
@@ -123,6 +130,11 @@ def cell_selection(
         tags[CellTag.JUDGE_PENDING] = "true"
     params = {CellParam.PROMPT_VERSION: prompt_version} if prompt_version is not None else {}
     return tags, params
+
+
+def cell_run_status(*, judgeable: bool = False, pending: bool = False) -> str | None:
+    """The MLflow status the selected cell runs have: a judgeable run is a finished one."""
+    return RUN_FINISHED if judgeable or pending else None
 
 
 def cell_filter(

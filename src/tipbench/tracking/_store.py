@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 from tipbench._errors import ExperimentNotFound, TrackingError
 from tipbench._redact import redact_text, redact_uri
 from tipbench.tracking._cell_run import CellRun
-from tipbench.tracking._layout import KIND_TAG, cell_selection
+from tipbench.tracking._layout import KIND_TAG, cell_run_status, cell_selection
 from tipbench.tracking._new_store import TEMPLATES_DIR, is_new, seed_new_store, sqlite_path
 from tipbench.tracking._probe import server_has_experiment
 from tipbench.tracking._sql_reader import NotReadable, StoredRun, open_reader
@@ -281,7 +281,7 @@ class TrackingStore:
 
         Args:
             experiment_id: The experiment.
-            judgeable: Only runs with candidates (a successful cell).
+            judgeable: Only finished runs with candidates (`tracking._layout.RUN_FINISHED`).
             pending: Only judgeable runs the human judge has not scored yet.
             prompt_version: Only runs of this prompt version.
         """
@@ -290,7 +290,8 @@ class TrackingStore:
         tags, params = cell_selection(
             judgeable=judgeable, pending=pending, prompt_version=prompt_version
         )
-        return [CellRun.of(run) for run in self.find(experiment_id, tags, params)]
+        status = cell_run_status(judgeable=judgeable, pending=pending)
+        return [CellRun.of(run) for run in self.find(experiment_id, tags, params, status=status)]
 
     def open_parent(
         self,
