@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from support.cells import record_cells
 from support.cli import assert_one_line_error, tipbench
 from support.ollama_server import FakeOllama
 from support.scripted_world import (
@@ -21,6 +22,7 @@ from support.scripted_world import (
     said,
 )
 from tipbench.suite import content_hash, load_suite
+from tipbench.tracking import TrackingStore
 
 V1 = load_suite().prompt("v1")
 P1 = f"v1-gepa-{content_hash([said(V1, 'system', MORNING), V1.user])[:8]}"
@@ -76,3 +78,24 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert not (tipbench_home / "optimize").exists()
     assert not Path(sqlite_uri.removeprefix("sqlite:///")).exists()
     assert [e for e in world.events if e[0] == "chat"] == []  # nothing generated
+
+
+def test_the_heldout_experiment_must_hold_heldout_scenarios_only(
+    world: FakeOllama, sqlite_uri: str, tipbench_home: Path
+) -> None:
+    """The gate counts every scenario of its experiment: the training experiment itself, or
+    one holding a cell of a training scenario (another split's held-out grid, say), is
+    refused in one line before anything is written (issue 45, item 3)."""
+    same = tipbench(*optimize_args(world, sqlite_uri, "--heldout-experiment", "tip-bench-optimize"))
+    assert_one_line_error(same, "--heldout-experiment: the held-out grid needs an experiment")
+    record_cells(sqlite_uri, "tip-bench-optimize-heldout", n_scenarios=2)  # the student's two
+    mixed = tipbench(*optimize_args(world, sqlite_uri))
+    assert_one_line_error(
+        mixed,
+        "--heldout-experiment tip-bench-optimize-heldout holds cells of training scenarios "
+        "(student-evening, student-morning)",
+    )
+    assert not (tipbench_home / "suites").exists()
+    assert not (tipbench_home / "optimize").exists()
+    assert TrackingStore(sqlite_uri).find_experiment("tip-bench-optimize") is None
+    assert [e for e in world.events if e[0] == "chat"] == []
