@@ -52,6 +52,8 @@ def test_prints_the_split_lineage_skipped_proposal_and_shortlist(
         in (out)
     )
     assert "skipped a proposal: it drops the placeholder $tasks" in done.stderr
+    assert f"\n      +{said(V1, 'system', MORNING)}\n" in out  # a diff from its parent
+    assert "skipped proposals by reason: 1 placeholder problem" in out
     assert f"{P1}: " in out.split("== shortlist")[1]
     written = tipbench_home / "suites" / "tips" / "prompts" / f"{P1}.yaml"
     assert written.is_file() and "parent: v1" in written.read_text()

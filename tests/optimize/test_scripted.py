@@ -41,6 +41,7 @@ from tipbench.optimize import (
     LINEAGE_FILE,
     PLOT_FILE,
     OptimizationResult,
+    SkipReason,
     optimize,
 )
 from tipbench.suite import content_hash, load_suite
@@ -90,8 +91,8 @@ def test_front_lineage_and_skipped_proposal_are_the_scripts(scripted: Scripted) 
     """Proposals, skips, scores and the final front are the ones worked out above."""
     result, heard = scripted.result, scripted.heard
     assert heard.versions == [P1, P2, P3]
-    assert [(s.iteration, s.parent, s.component, s.problem) for s in heard.skips] == [
-        (2, P1, "user", "it drops the placeholder $tasks")
+    assert [(s.iteration, s.parent, s.component, s.problem, s.reason) for s in heard.skips] == [
+        (2, P1, "user", "it drops the placeholder $tasks", SkipReason.PLACEHOLDERS)
     ]
     start = {p.version: p for p in heard.iterations[0].programs}["v1"].scores
     final = {p.version: p for p in result.final.programs}
@@ -196,5 +197,11 @@ def test_the_run_shows_the_front_per_iteration_and_the_best_score_chart(
     assert (rows[P2]["standing"], rows[P3]["standing"]) == ("rejected", "pool")
     assert rows[P3]["front"] == list(TRAINING) and rows[P3]["shortlisted"]
     assert lineage["skipped"][0]["problem"] == "it drops the placeholder $tasks"
+    assert lineage["skipped_by_reason"] == {"placeholder problem": 1}
+    # each proposal as a diff of the part it rewrote, from its parent's
+    assert rows[P1]["diff"].splitlines()[:2] == ["--- v1 (system)", f"+++ {P1} (system)"]
+    assert rows[P1]["diff"].splitlines()[-2:] == [f"-{V1.system}", f"+{P1_SYSTEM}"]
+    assert rows[P3]["diff"].splitlines()[:2] == [f"--- {P1} (user)", f"+++ {P3} (user)"]
+    assert rows[P2]["diff"].splitlines()[-1] == f"+{P2_SYSTEM}" and rows["v1"]["diff"] == ""
     assert run.data.tags["shortlist"] == f"{P3},{P1}"
     assert run.info.status == "FINISHED"

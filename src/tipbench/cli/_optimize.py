@@ -21,8 +21,8 @@ from tipbench.optimize import (
     OptimizationResult,
     OptimizeConfig,
     Skipped,
-    lineage_rows,
     optimize,
+    skipped_by_reason,
 )
 from tipbench.suite import PromptVersion
 
@@ -179,11 +179,15 @@ def report(result: OptimizationResult) -> None:
         f"{counted(len(result.skipped), 'skipped proposal')}"
     )
     out("== lineage (mean training score, on how many training scenarios)")
-    shortlisted = [p.version for p in result.shortlist]
-    for row in lineage_rows(result.start, result.proposals, final, shortlisted):
+    for row in result.lineage:
         out(f"  {row.describe()}")
+        for line in row.diff.splitlines()[2:]:  # the hunks: the names are on the row
+            out(f"  {'  ' * row.depth}  {line}")
     for skipped in result.skipped:
         out(f"  {skipped.describe()}")
+    if result.skipped:
+        counts = skipped_by_reason(result.skipped)
+        out("skipped proposals by reason: " + ", ".join(f"{n} {why}" for why, n in counts.items()))
     out(f"written to {result.suite / 'prompts'}; MLflow run {result.run_id}")
     out("== shortlist")
     if not result.shortlist:

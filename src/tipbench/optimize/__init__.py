@@ -21,8 +21,9 @@ from tipbench.optimize._config import (
 )
 
 if TYPE_CHECKING:
+    from tipbench.optimize._checks import SkipReason
     from tipbench.optimize._heldout import HeldOut, run_heldout
-    from tipbench.optimize._lineage import Skipped
+    from tipbench.optimize._lineage import Skipped, skipped_by_reason
     from tipbench.optimize._record import (
         BEST_METRIC,
         KIND_OPTIMIZATION,
@@ -54,6 +55,8 @@ _LAZY = {
     "HeldOut": "_heldout",
     "run_heldout": "_heldout",
     "Skipped": "_lineage",
+    "skipped_by_reason": "_lineage",
+    "SkipReason": "_checks",
     "BEST_METRIC": "_record",
     "KIND_OPTIMIZATION": "_record",
     "LINEAGE_FILE": "_record",
@@ -121,6 +124,7 @@ __all__ = [
     "OptimizeProgress",
     "Prepared",
     "Program",
+    "SkipReason",
     "Skipped",
     "Split",
     "gate_scenarios",
@@ -134,6 +138,7 @@ __all__ = [
     "prepare",
     "run_heldout",
     "shortlist",
+    "skipped_by_reason",
     "split_scenarios",
     "working_suite",
 ]

@@ -8,9 +8,9 @@ with tipbench's own parts:
 - `make_reflective_dataset`: the judge's per-criterion scores, the rules' flags and any
   human scores and comments of those cells (`optimize._feedback`);
 - `propose_new_texts` (`Proposer`): the reflection model rewrites one part through
-  tipbench's backends (`Reflector`); a usable answer becomes a prompt version
-  (`Lineage.propose`), an unusable one is a skipped proposal (GEPA then proposes nothing
-  this iteration).
+  tipbench's backends (`Reflector`); an answer that passes `optimize._checks` becomes a
+  prompt version (`Lineage.propose`), any other is a skipped proposal with its reason (GEPA
+  then proposes nothing this iteration).
 
 `get_adapter_state`/`set_adapter_state` keep the skipped proposals in GEPA's saved state, so
 a resumed optimization counts them once.

@@ -4,8 +4,9 @@ Each usable proposal becomes a real prompt version at once, before it is evaluat
 of the suite folder (`prompts/ROOT-gepa-HASH.yaml`, with its parent, the optimization and
 iteration, the rewritten part and the reflection's reasons) and a version of the Prompt
 Registry's prompt with the same lineage as tags. Its training scores are added to both as
-its evaluations come in. A proposal the reflection model made unusable (no template, no
-change, a placeholder dropped) is skipped: counted, kept with its problem, never written.
+its evaluations come in. A reflection answer that is no usable template (`optimize._checks`:
+no fenced template, no change, a placeholder dropped, a training scenario's text copied) is
+a skipped proposal: counted by its reason, kept with its problem, never written.
 
 The suite folder is the lineage's memory: a resumed optimization reads its proposals back
 from the files that name it.
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tipbench.optimize._checks import Problem, SkipReason
 from tipbench.optimize._feedback import ScenarioFeedback
 from tipbench.optimize._naming import proposal_name
 from tipbench.suite import (
@@ -41,6 +43,7 @@ class Skipped:
     parent: str
     component: Component
     problem: str
+    reason: SkipReason | None = None  # None: skipped before reasons were kept
 
     def describe(self) -> str:
         return (
@@ -122,8 +125,9 @@ class Lineage:
         self._versions[_key(candidate)] = prompt
         return prompt
 
-    def skip(self, parent: Candidate, component: Component, problem: str) -> Skipped:
-        skipped = Skipped(self.iteration, self.version_of(parent).version, component, problem)
+    def skip(self, parent: Candidate, component: Component, problem: Problem) -> Skipped:
+        version = self.version_of(parent).version
+        skipped = Skipped(self.iteration, version, component, problem.detail, problem.reason)
         self.skipped.append(skipped)
         return skipped
 
@@ -145,7 +149,21 @@ class Lineage:
         return {"skipped": [asdict(s) for s in self.skipped]}
 
     def restore(self, state: dict[str, Any]) -> None:
-        self.skipped = [Skipped(**item) for item in state.get("skipped", [])]
+        self.skipped = [_skipped(item) for item in state.get("skipped", [])]
+
+
+def skipped_by_reason(skipped: Sequence[Skipped]) -> dict[str, int]:
+    """How many proposals were skipped for each reason, most frequent first."""
+    counts: dict[str, int] = {}
+    for item in skipped:
+        reason = str(item.reason or "earlier check")
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items(), key=lambda pair: -pair[1]))
+
+
+def _skipped(item: dict[str, Any]) -> Skipped:
+    reason = item.get("reason")
+    return Skipped(**(item | {"reason": SkipReason(reason) if reason else None}))
 
 
 _HEADER = """Proposed by `tipbench optimize` (GEPA reflective prompt evolution).

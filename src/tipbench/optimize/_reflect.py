@@ -6,7 +6,9 @@ The reflection model is any backend spec tipbench supports, called through tipbe
 backends (size guard, one model resident, retries), never another client library. The
 prompt is GEPA's instruction-proposal prompt (`gepa.strategies.instruction_proposal`)
 adapted to a template with placeholders: it names the placeholders to keep and asks for the
-reasons first, then the new template in ``` fences (read back with GEPA's own extractor).
+reasons first, then the new template in ``` fences, read back and checked by
+`optimize._checks` (a fenced template for this part, its placeholders kept, no training
+scenario's text copied into it).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Any
 from gepa.strategies.instruction_proposal import InstructionProposalSignature
 
 from tipbench.backends import Backend, GenerationRequest, RetryPolicy, call_with_retries, resident
-from tipbench.optimize._naming import placeholder_problem
-from tipbench.suite import Component, template_placeholders
+from tipbench.optimize._checks import Problem, check_template
+from tipbench.suite import Component, Scenario, template_placeholders
 
 #: Sampling of the reflection model: some variety between proposals, seeded per iteration.
 REFLECTION_TEMPERATURE = 0.7
@@ -59,7 +61,7 @@ class Reflection:
     component: Component
     text: str
     reasons: str
-    problem: str | None = None
+    problem: Problem | None = None
 
     @property
     def usable(self) -> bool:
@@ -84,18 +86,18 @@ def reflection_prompt(
     return rendered
 
 
-def read_reflection(component: Component, current: str, answer: str) -> Reflection:
-    """The proposal in a reflection model's answer (GEPA's extractor), checked."""
-    text = InstructionProposalSignature.output_extractor(answer)["new_instruction"].strip()
+def read_reflection(
+    component: Component, current: str, answer: str, training: Sequence[Scenario] = ()
+) -> Reflection:
+    """The proposal in a reflection model's answer, checked (`optimize._checks`) against
+    its parent's template `current` and the training scenarios the model read."""
     fence = answer.find("```")
-    reasons = (answer[:fence] if fence >= 0 else "").strip()
+    reasons = (answer[:fence] if fence >= 0 else answer).strip()
     reasons = reasons.removeprefix("Reasons:").strip()[:MAX_REASONS_CHARS]
-    if not text:
-        return Reflection(component, text, reasons, "the answer holds no template")
-    if text == current.strip():
-        return Reflection(component, text, reasons, "the template is unchanged")
-    problem = placeholder_problem(current, text)
-    return Reflection(component, text, reasons, problem)
+    found = check_template(component, current, answer, training)
+    if isinstance(found, Problem):
+        return Reflection(component, "", reasons, found)
+    return Reflection(component, found, reasons)
 
 
 @dataclass
@@ -106,6 +108,7 @@ class Reflector:
     retry: RetryPolicy
     seed: int
     note: Callable[[str], None] = lambda _: None
+    training: Sequence[Scenario] = ()  # what the model reads of them must not come back
 
     def reflect(
         self,
@@ -132,4 +135,4 @@ class Reflector:
 
         with resident(self.backend, self.retry, self.note):
             answer, _ = call_with_retries(ask, self.retry)
-        return read_reflection(component, current, answer)
+        return read_reflection(component, current, answer, self.training)

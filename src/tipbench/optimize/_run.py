@@ -34,7 +34,7 @@ from tipbench.optimize._record import OptimizationRecord
 from tipbench.optimize._reflect import Reflector
 from tipbench.optimize._split import Split, split_scenarios
 from tipbench.optimize._summary import IterationSummary, Program, shortlist
-from tipbench.optimize._view import lineage_document
+from tipbench.optimize._view import LineageRow, lineage_document, lineage_rows
 from tipbench.suite import (
     PromptVersion,
     Suite,
@@ -81,6 +81,7 @@ class OptimizationResult:
     proposals: list[PromptVersion]
     skipped: list[Skipped]
     shortlist: list[Program]
+    lineage: list[LineageRow]  # every version as a tree, each proposal with its diff
     heldout: HeldOut | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -210,7 +211,8 @@ def optimize(
     evaluator = Evaluator(
         config, store, experiment_id, record.child_tags(), _cell_note(progress), progress.note
     )
-    reflector = Reflector(prepared.reflection, RetryPolicy(), config.seed, progress.note)
+    training = [suite.scenario(sid) for sid in split.training]
+    reflector = Reflector(prepared.reflection, RetryPolicy(), config.seed, progress.note, training)
     proposer = Proposer(reflector, lineage, progress.proposed, progress.skipped)
     adapter = TipbenchAdapter(evaluator, lineage, proposer)
     reporter = _Reporter(config, record, lineage, progress)
@@ -223,7 +225,6 @@ def optimize(
     )
     run_dir = data_dir() / "optimize" / key
     run_dir.mkdir(parents=True, exist_ok=True)
-    training = [suite.scenario(sid) for sid in split.training]
     try:
         run_gepa(
             adapter, training, budget=config.budget, minibatch=config.minibatch,
@@ -236,9 +237,10 @@ def optimize(
     chosen = shortlist(final, start.version, config.shortlist)
     reporter.write_lineage(final, chosen)
     record.finish(chosen, config.heldout_name, title, events.summaries[0].programs[0].mean)
+    rows = lineage_rows(start, lineage.proposals, final, [p.version for p in chosen])
     result = OptimizationResult(
         key, record.run_id, folder, split, start.version, events.summaries,
-        lineage.proposals, lineage.skipped, chosen,
+        lineage.proposals, lineage.skipped, chosen, rows,
     )  # fmt: skip
     if warning := split.gate_warning():
         result.warnings.append(warning)
@@ -348,7 +350,7 @@ class _Reporter:
 
     def write_lineage(self, summary: IterationSummary, chosen: Sequence[Program]) -> None:
         document = lineage_document(
-            self.lineage.start.version,
+            self.lineage.start,
             self.lineage.proposals,
             self.lineage.skipped,
             summary,

@@ -4,20 +4,23 @@ One row per version, parents before children: its mean training score and on how
 training scenarios it was scored, and where it stands. A proposal scored on a minibatch only
 and not better there than its parent was `rejected`; one that did better joined GEPA's
 `pool` (scored on every training scenario), and `front` names the training scenarios it is
-best on. The CLI prints the rows, the admin panel draws them, `lineage.json` keeps them.
+best on. Each proposal carries its `diff`: the part it rewrote, as a unified diff from its
+parent's. The CLI prints the rows, the admin panel draws them, `lineage.json` keeps them
+(with the skipped proposals, counted per reason).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from statistics import fmean
 from typing import Any, Literal
 
-from tipbench.optimize._lineage import Skipped
+from tipbench.optimize._lineage import Skipped, skipped_by_reason
 from tipbench.optimize._summary import IterationSummary
-from tipbench.suite import PromptVersion
+from tipbench.suite import Component, PromptVersion
 
 Standing = Literal["start", "pool", "rejected"]
 
@@ -37,6 +40,7 @@ class LineageRow:
     front: tuple[str, ...]  # the training scenarios it is best on
     shortlisted: bool
     reasons: str
+    diff: str = ""  # the rewritten part, as a unified diff from the parent's ("": the start)
 
     def describe(self) -> str:
         """`v1-gepa-1a2b3c4d  12.40 on 2  pool, best on a, b  [shortlist]`."""
@@ -47,13 +51,28 @@ class LineageRow:
         return f"{indent}{self.version}  {mean} on {self.scored}  {self.standing}{where}{mark}"
 
 
+def proposal_diff(parent: PromptVersion, prompt: PromptVersion, component: Component) -> str:
+    """The `component` template of `prompt` as a unified diff from `parent`'s."""
+    lines = difflib.unified_diff(
+        parent.template(component).splitlines(),
+        prompt.template(component).splitlines(),
+        f"{parent.version} ({component})",
+        f"{prompt.version} ({component})",
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
 def lineage_rows(
-    start: str,
+    start: PromptVersion,
     proposals: Sequence[PromptVersion],
     summary: IterationSummary,
     shortlist: Sequence[str],
 ) -> list[LineageRow]:
     """The versions as a tree (depth-first from the start, children in proposal order)."""
+    known: Mapping[str, PromptVersion] = {start.version: start} | {
+        prompt.version: prompt for prompt in proposals
+    }
     pool = {program.version: program for program in summary.programs}
     front: dict[str, list[str]] = {}
     for scenario, versions in summary.front.items():
@@ -83,18 +102,26 @@ def lineage_rows(
                 tuple(front.get(version, [])),
                 version in shortlist,
                 proposal.reasons if proposal else "",
+                _diff_from_parent(prompt, known),
             )
         )
         for child in children.get(version, []):
             if child.version not in {row.version for row in rows}:
                 visit(child.version, version, depth + 1, child)
 
-    visit(start, None, 0, None)
+    visit(start.version, None, 0, None)
     return rows
 
 
+def _diff_from_parent(prompt: PromptVersion | None, known: Mapping[str, PromptVersion]) -> str:
+    proposal = prompt.proposal if prompt is not None else None
+    if prompt is None or proposal is None or proposal.parent not in known:
+        return ""
+    return proposal_diff(known[proposal.parent], prompt, proposal.component)
+
+
 def lineage_document(
-    start: str,
+    start: PromptVersion,
     proposals: Sequence[PromptVersion],
     skipped: Sequence[Skipped],
     summary: IterationSummary,
@@ -102,11 +129,12 @@ def lineage_document(
 ) -> str:
     """`lineage.json`: the rows, the skipped proposals, and how far the optimization is."""
     document: dict[str, Any] = {
-        "start": start,
+        "start": start.version,
         "iteration": summary.iteration,
         "evaluations": summary.evaluations,
         "best": {"version": summary.best.version, "mean": summary.best.mean},
         "rows": [asdict(row) for row in lineage_rows(start, proposals, summary, shortlist)],
         "skipped": [asdict(item) for item in skipped],
+        "skipped_by_reason": skipped_by_reason(skipped),
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
