@@ -1,17 +1,26 @@
 """The split: training scenarios the optimizer sees, held-out scenarios it never sees.
 
 Stated and seeded: `--train-scenarios a,b` names the training scenarios; `--train-scenarios
-N` draws N of them with `random.Random(seed).sample` over the suite's scenario ids (in suite
-order); with neither, the optimizer trains on what the gate can spare: every scenario but
-the `pairs_needed(ALPHA)` a paired test needs to be able to promote (6 at α = 0.05), and at
-most half of the suite. Either way the held-out scenarios are the rest, and there must be
+N` draws N of them; with neither, the optimizer draws what the gate can spare: every scenario
+but the `pairs_needed(ALPHA)` a paired test needs to be able to promote (6 at α = 0.05), and
+at most half of the suite. Either way the held-out scenarios are the rest, and there must be
 some: a proposal is only ever promoted on scenarios it was not chosen on (the winner's curse:
 the best of many variants scored on the same scenarios looks better than it is).
+
+A draw is stratified by persona and time slot: training on both of one persona's scenarios
+teaches the prompt that person, not the task. The rule: shuffle the suite's scenario ids
+with `random.Random(seed)` (`sample` of all of them, in suite order), then take N one at a
+time, each time the first in that order whose persona has the fewest training scenarios so
+far, and among those whose time slot has the fewest. So the training scenarios come from as
+many personas as they can (N personas when N is at most their number), then from as many
+time slots; within that rule every choice is the seed's. A suite of one persona and one
+slot gets `random.Random(seed).sample(ids, N)` itself.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -74,7 +83,8 @@ def split_scenarios(
             raise ConfigError(
                 f"--train-scenarios {count}: the suite has {counted(len(order), 'scenario')}"
             )
-        training = set(random.Random(seed).sample(order, count))
+        training = {s.id for s in stratified_draw(scenarios, seed, count)}
+        how += ", stratified by persona and time slot"
     heldout = tuple(s for s in order if s not in training)
     if not heldout:
         raise ConfigError(
@@ -83,6 +93,22 @@ def split_scenarios(
             "(train on fewer with --train-scenarios)"
         )
     return Split(tuple(s for s in order if s in training), heldout, how)
+
+
+def stratified_draw(scenarios: Sequence[Scenario], seed: int, count: int) -> list[Scenario]:
+    """`count` scenarios, spread over personas first and time slots second (the module's
+    doc states the rule), in the order they were drawn."""
+    order = random.Random(seed).sample(list(scenarios), len(scenarios))
+    personas: Counter[str] = Counter()
+    slots: Counter[str] = Counter()
+    drawn: list[Scenario] = []
+    for _ in range(count):
+        chosen = min(order, key=lambda s: (personas[s.persona], slots[s.time_slot]))
+        order.remove(chosen)  # min keeps the first of equals: the seed's order decides
+        personas[chosen.persona] += 1
+        slots[chosen.time_slot] += 1
+        drawn.append(chosen)
+    return drawn
 
 
 def _named(order: list[str], ids: Sequence[str]) -> set[str]:
