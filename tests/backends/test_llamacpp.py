@@ -7,6 +7,7 @@ model is shared by the tests that only generate.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,7 +25,13 @@ from tipbench.backends import (
     open_backend,
 )
 from tipbench.backends._gguf import read_gguf_header
-from tipbench.backends._threads import THREADS_ENV
+from tipbench.backends._threads import (
+    THREADS_ENV,
+    CpuSample,
+    Machine,
+    ThreadChoice,
+    ThreadClaims,
+)
 from tipbench.backends._warmed import WARMED
 from tipbench.collect import AnswerDone, parse_tips, tips_schema
 from tipbench.suite import load_suite
@@ -314,6 +321,14 @@ def test_a_truncated_model_file_fails_to_load_with_a_backend_error(
     assert backend._llm is None  # type: ignore[attr-defined]
 
 
+def llama_threads_of(backend: Backend) -> tuple[int, int]:
+    """The (generation, prompt) threads llama.cpp runs the loaded model on now."""
+    import llama_cpp
+
+    ctx = backend._llm._ctx.ctx  # type: ignore[attr-defined]
+    return llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)
+
+
 @pytest.mark.slow
 def test_the_thread_count_is_used_for_generating_and_for_prompts(
     monkeypatch: pytest.MonkeyPatch,
@@ -321,8 +336,50 @@ def test_the_thread_count_is_used_for_generating_and_for_prompts(
     """Two models on two cores, one thread each: neither waits on a thread without a core."""
     monkeypatch.setenv(THREADS_ENV, "1")
     with open_backend(SMOLLM2) as backend:
-        params = backend._llm.context_params  # type: ignore[attr-defined]
-        assert (params.n_threads, params.n_threads_batch) == (1, 1)
+        assert llama_threads_of(backend) == (1, 1)
+        assert backend.threads == ThreadChoice(1, "variable", chosen=1)
+    assert backend.threads is None  # unloaded
+
+
+@pytest.mark.slow
+def test_answers_do_not_depend_on_the_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count follows the machine, so it must not change what the model writes:
+    llama.cpp computes each value on one thread, whichever thread that is."""
+    asked = [request(seed=5, max_tokens=24), replace(request(seed=6, max_tokens=48),
+             json_schema=tips_schema(2))]  # fmt: skip
+    answers = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv(THREADS_ENV, threads)
+        with open_backend(SMOLLM2) as backend:
+            answers.append([backend.generate(each).text for each in asked])
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.slow
+def test_a_loaded_model_gives_way_to_one_loaded_after_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Chosen on an idle 2-core machine, the model runs on both cores; a model that another
+    process loads beside it claims one, and from its next request this one runs on the
+    other only, until that model unloads."""
+    monkeypatch.delenv(THREADS_ENV)
+    monkeypatch.setattr(Machine, "usable_cores", lambda self, cpus: 2)
+    monkeypatch.setattr(CpuSample, "others", lambda self, at_least_s=0.0: 0.0)
+    backend = open_backend(SMOLLM2)
+    backend._claims = ThreadClaims(tmp_path)  # type: ignore[attr-defined]
+    beside = ThreadClaims(tmp_path, pid=os.getppid())  # alive: the process that started this
+    with backend:
+        assert llama_threads_of(backend) == (2, 2)
+        assert (tmp_path / str(os.getpid())).read_text() == "2"
+        beside.claim(1)
+        first = backend.generate(request(max_tokens=8)).text
+        assert llama_threads_of(backend) == (1, 1)
+        assert backend.threads is not None and backend.threads.threads == 1
+        assert (tmp_path / str(os.getpid())).read_text() == "1"
+        beside.release()
+        assert backend.generate(request(max_tokens=8)).text == first
+        assert llama_threads_of(backend) == (2, 2)
+    assert not (tmp_path / str(os.getpid())).exists()  # the claim ends with the load
 
 
 @pytest.mark.parametrize("value", ["two", "0", "-1"])

@@ -10,6 +10,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from support.servers import MlflowServer
+from tipbench.backends._threads import THREADS_ENV
 from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
 from tipbench.tracking import CELL_RUNS
 
@@ -66,7 +67,10 @@ class Told:
         return min([*probes, self.first("start")])
 
 
-def test_grid_records_one_run_per_cell(sqlite_uri: str, experiment: str) -> None:
+def test_grid_records_one_run_per_cell(
+    sqlite_uri: str, experiment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(THREADS_ENV, "1")
     result = run_grid(sqlite_uri, experiment)
 
     assert result.exit_code == 0
@@ -91,6 +95,7 @@ def test_grid_records_one_run_per_cell(sqlite_uri: str, experiment: str) -> None
         assert tags["judge_pending"] == "true"
         assert tags["rubric"] == "tip-v1"
         assert tags["suite"] == "tips@1.0.0"
+        assert tags["llama_threads"] == "1"  # the threads it ran on
         assert len(tags["cell_key"]) == 16 and len(tags["scenario_hash"]) == 16
         metrics = run.data.metrics
         assert metrics["parse_success"] == 1.0

@@ -25,6 +25,7 @@ from support.ollama_server import GARBAGE, FakeOllama, ModelEntry
 from tipbench import ConfigError, ModelTooLarge
 from tipbench.backends import GenerationRequest, RetryPolicy
 from tipbench.backends._llamacpp import LlamaCppBackend
+from tipbench.backends._threads import THREADS_ENV
 from tipbench.cli import cli
 from tipbench.collect import CollectConfig, collect
 from tipbench.judge import (
@@ -112,6 +113,7 @@ def test_embedded_judge_scores_a_real_grid_and_resumes(
 
     monkeypatch.setattr(LlamaCppBackend, "generate", spy_generate)
     monkeypatch.setattr(LlamaCppBackend, "load", spy_load)
+    monkeypatch.setenv(THREADS_ENV, "1")
 
     result = auto_judge(TrackingStore(sqlite_uri), AutoJudgeConfig(experiment=experiment))
 
@@ -130,6 +132,7 @@ def test_embedded_judge_scores_a_real_grid_and_resumes(
     rules = {c["id"]: c for c in json.loads(Path(path).read_text())["candidates"]}
     answers = raw_answers(sqlite_uri, run)["candidates"]
     assert "auto_judge_flags" not in run.data.tags
+    assert run.data.tags["auto_judge_llama_threads"] == "1"  # what the judge ran on
     for cid, recorded in scores.items():
         assert (recorded.format_ok, recorded.overlong) == (
             rules[cid]["format_ok"], rules[cid]["overlong"],

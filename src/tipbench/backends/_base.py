@@ -13,6 +13,7 @@ from tipbench._errors import ModelSizeUnknown, ModelTooLarge
 from tipbench.backends._spec import ModelSpec
 
 if TYPE_CHECKING:
+    from tipbench.backends._threads import ThreadChoice
     from tipbench.suite import Message
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
@@ -128,6 +129,12 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, request: GenerationRequest) -> Generation:
         """Answer one request with the loaded model."""
+
+    @property
+    def threads(self) -> ThreadChoice | None:
+        """The threads the loaded model runs on in this process, and why; None for a model
+        run elsewhere (a server) or not loaded."""
+        return None
 
     def warm(self, request: GenerationRequest) -> None:
         """Evaluate `request`'s prompt now, where the backend keeps it for the requests that

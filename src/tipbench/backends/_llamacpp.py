@@ -13,6 +13,13 @@ from tipbench._errors import BackendError, BackendMissing, GenerationFailed, Mod
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
 from tipbench.backends._gguf import read_gguf_header
 from tipbench.backends._streaming import read_until_complete
+from tipbench.backends._threads import (
+    CpuSample,
+    ThreadChoice,
+    ThreadClaims,
+    choose_threads,
+    share,
+)
 
 if TYPE_CHECKING:
     from tipbench.backends._aligned import AlignedReuse
@@ -85,7 +92,13 @@ class LlamaCppBackend(Backend):
         self.path = resolve_model_path(self.spec.name)
         self._llm: Any = None
         self._reuse: AlignedReuse | None = None  # the loaded model's block reuse
-        self._threads: dict[str, Any] = {}
+        self._claims = ThreadClaims()
+        self._threads: ThreadChoice | None = None  # the loaded model's
+        self._claims_seen = 0  # the claims' version `_threads` follows
+
+    @property
+    def threads(self) -> ThreadChoice | None:
+        return self._threads
 
     def describe(self) -> ModelInfo:
         header = read_gguf_header(self.path)
@@ -98,34 +111,38 @@ class LlamaCppBackend(Backend):
     def load(self) -> None:
         if self._llm is not None:
             return
+        sample = CpuSample.start()  # what other processes take, measured over the imports
         try:
             from llama_cpp import Llama
 
             from tipbench.backends._aligned import BLOCK, align_prefix_reuse
             from tipbench.backends._shortlist import shortlist_grammar
-            from tipbench.backends._threads import llama_threads
         except ImportError:
             raise BackendMissing(
                 "the embedded backend needs llama-cpp-python: pip install 'tipbench[embedded]'"
             ) from None
-        try:
-            threads: dict[str, Any] = llama_threads()  # (Llama types its keywords one by one)
-        except ValueError as exc:
-            raise BackendError(f"{self.spec}: {exc}") from None
-        try:
-            with plain_cpu_buffers():
-                llm = Llama(
-                    model_path=str(self.path),
-                    n_ctx=self.options.n_ctx,
-                    n_batch=BLOCK,
-                    verbose=False,
-                    **threads,
-                )
-        except ValueError:  # llama.cpp could not load it: truncated, corrupt or unsupported
-            raise BackendError(
-                f"{self.spec}: llama.cpp cannot load {self.path} (truncated, corrupt or "
-                "unsupported model file)"
-            ) from None
+        with self._claims.locked():  # a load beside this one sees its claim
+            try:
+                threads = choose_threads(sample, self._claims)
+            except ValueError as exc:
+                raise BackendError(f"{self.spec}: {exc}") from None
+            try:
+                with plain_cpu_buffers():
+                    llm = Llama(
+                        model_path=str(self.path),
+                        n_ctx=self.options.n_ctx,
+                        n_batch=BLOCK,
+                        verbose=False,
+                        n_threads=threads.threads,
+                        n_threads_batch=threads.threads,
+                    )
+            except ValueError:  # llama.cpp could not load it: truncated, corrupt or unsupported
+                raise BackendError(
+                    f"{self.spec}: llama.cpp cannot load {self.path} (truncated, corrupt or "
+                    "unsupported model file)"
+                ) from None
+            self._claims.claim(threads.threads)
+            self._claims_seen = self._claims.version()
         shortlist_grammar(llm)  # constrained answers at nearly the speed of free ones
         # the same request gives the same answer, whatever came first
         self._reuse = align_prefix_reuse(llm)
@@ -133,16 +150,33 @@ class LlamaCppBackend(Backend):
         self._llm = llm
 
     def unload(self) -> None:
-        llm, self._llm, self._reuse = self._llm, None, None
+        llm, self._llm, self._reuse, self._threads = self._llm, None, None, None
         if llm is not None:
             with contextlib.suppress(Exception):
                 llm.close()
             del llm
             gc.collect()
+            self._claims.release()
+
+    def _follow_claims(self) -> None:
+        """Give way to models loaded after this one, or take the threads back once they
+        unload (`_threads.share`); a stat of the claims' folder when nothing changed."""
+        assert self._threads is not None
+        seen = self._claims.version()
+        if seen == self._claims_seen:
+            return
+        self._claims_seen = seen
+        shared = share(self._threads, self._claims)
+        if shared.threads != self._threads.threads:
+            self._llm._ctx.set_n_threads(shared.threads, shared.threads)
+            self._threads = shared
+            self._claims.claim(shared.threads)
+            self._claims_seen = self._claims.version()
 
     def generate(self, request: GenerationRequest) -> Generation:
         if self._llm is None:
             raise RuntimeError("generate() before load()")
+        self._follow_claims()
         kwargs: dict[str, Any] = {}
         if request.json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
@@ -178,10 +212,11 @@ class LlamaCppBackend(Backend):
 
         if self._llm is None or self._reuse is None:
             raise RuntimeError("warm() before load()")
-        file = self.path.stat()  # the same weights: a file replaced meanwhile is not
-        threads = tuple(sorted(self._threads.items()))
-        key = (str(self.path), file.st_size, file.st_mtime_ns, self.options.n_ctx, threads,
-               repr(request))  # fmt: skip
+        self._follow_claims()
+        # the same weights (a file replaced meanwhile is not); not the threads, which do not
+        # change what llama.cpp computes
+        file = self.path.stat()
+        key = (str(self.path), file.st_size, file.st_mtime_ns, self.options.n_ctx, repr(request))
         warmed = WARMED.get(key)
         if warmed is not None:
             self._llm.load_state(warmed.state)

@@ -59,7 +59,8 @@ def resident(
     """Load the backend's model (with retries) and keep it in memory for the `with` block.
 
     The model is unloaded when the block ends, also on an error, on Ctrl-C, and when Ctrl-C
-    comes during the load. `note` hears what happens ("loading …", "unloading …"); a failed
+    comes during the load. `note` hears what happens ("loading …", the threads an embedded
+    model runs on, "unloading …"); a failed
     unload is only noted, so that it never hides what the block raised.
 
     Raises:
@@ -68,6 +69,8 @@ def resident(
     note(f"loading {backend.spec}")
     try:
         call_with_retries(lambda _: backend.load(), retry)
+        if backend.threads is not None:
+            note(f"{backend.spec} runs on {backend.threads.describe()}")
         yield backend
     finally:
         note(f"unloading {backend.spec}")

@@ -4,7 +4,7 @@ The automatic judge warms each load of its model with the rubric every request s
 (about 1,600 tokens: 9 s for SmolLM2-135M on two cores). `tipbench optimize` loads the judge
 once per evaluation, so it paid that again and again. After a warm the embedded backend keeps
 a copy of llama.cpp's state (the evaluated tokens and their KV cache); a later load of the
-same model file, context and threads, warmed with the same request, restores that copy
+same model file and context, warmed with the same request, restores that copy
 instead of evaluating the prompt again. Either way the prompt was evaluated from a fresh
 context in the same blocks (`_aligned.py`), so the restored state is the one evaluating
 would give, and the answers that follow do not change.

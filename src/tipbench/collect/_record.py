@@ -21,6 +21,7 @@ from tipbench.tracking import (
     CellMetric,
     CellParam,
     CellRun,
+    CellTag,
     CellTrace,
     RecordedCandidate,
     RequestSpan,
@@ -46,6 +47,7 @@ class CellOutcome:
     finished_at: float = 0.0
     path: str = ""  # the constraints the answer took: free, free+schema, schema, json
     requests: tuple[RequestRecord, ...] = ()  # every request made (none for a cached answer)
+    threads: int | None = None  # the embedded model's threads (None: a server's, or cached)
 
     @property
     def ok(self) -> bool:
@@ -119,10 +121,13 @@ def build_record(
             metrics[CellMetric.DIVERSITY] = diversity(outcome.tips)
     else:
         metrics |= {CellMetric.PARSE_SUCCESS: 0.0, CellMetric.CANDIDATE_COUNT: 0}
+    tags = layout.tags()
+    if outcome.threads is not None:
+        tags[CellTag.LLAMA_THREADS] = str(outcome.threads)
     return RunRecord(
         run_name=cell.name,
         params=layout.params(),
-        tags=layout.tags(),
+        tags=tags,
         metrics=metrics,
         artifacts=artifacts,
         status="FINISHED" if outcome.ok else "FAILED",

@@ -289,8 +289,9 @@ class _Block:
                 error=str(exc),
                 finished_at=time.time(),
                 requests=tuple(requests),
+                threads=_threads_of(backend),
             )
-        outcome = replace(outcome, requests=tuple(requests))
+        outcome = replace(outcome, requests=tuple(requests), threads=_threads_of(backend))
         if self.cache is not None and outcome.generation is not None:
             self.cache.put(
                 _cache_key(cell, choice),
@@ -300,6 +301,13 @@ class _Block:
                 outcome.path,
             )
         return outcome
+
+
+def _threads_of(backend: Backend) -> int | None:
+    """The threads the cell's requests ran on (the last one's: a model gives way to one
+    loaded after it between two requests), for an embedded model."""
+    choice = backend.threads
+    return None if choice is None else choice.threads
 
 
 def _cache_key(cell: Cell, choice: PathChoice | None) -> str:

@@ -16,7 +16,6 @@ overrides a rule's flag.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -48,31 +47,25 @@ from tipbench.judge._auto_requests import (
     judging_order,
     warm_up_request,
 )
+from tipbench.judge._auto_verdict import RawAnswer, Verdict, write_error, write_scores
 from tipbench.judge._candidates import CellCandidates, fetch_candidates
-from tipbench.judge._record import record_scores
 from tipbench.suite import Rubric, load_suite
 from tipbench.tracking import (
-    AUTO_ANSWERS_FILE,
     BackgroundWriter,
     CellRun,
-    CellTag,
     RecordedCandidate,
     Scores,
     TrackingStore,
-    WriteJob,
-    log_texts,
     mark_updated,
     short_error,
 )
 
 if TYPE_CHECKING:
-    from mlflow import MlflowClient
+    pass
 
 DEFAULT_JUDGE_MODEL = "llamacpp:smollm2-135m"
 #: The rubric alone is ~1,600 tokens.
 JUDGE_N_CTX = 4096
-
-_ERROR_CHARS = 1000
 
 
 class AutoJudgeProgress(Protocol):
@@ -186,11 +179,11 @@ def auto_judge(
                 verdict = judge.cell(name, cell)
                 if verdict.error is not None:
                     result.failed.append((name, verdict.error))
-                    writer.submit(name, _write_error(run.run_id, verdict.error, str(spec), verdict))
+                    writer.submit(name, write_error(run.run_id, verdict.error, str(spec), verdict))
                 else:
                     result.judged += 1
                     result.candidates += len(verdict.scores)
-                    writer.submit(name, _write_scores(run, verdict, str(spec), judge.mode))
+                    writer.submit(name, write_scores(run, verdict, str(spec), judge.mode))
     except KeyboardInterrupt:
         result.interrupted = True
         raise
@@ -221,30 +214,6 @@ def _rubric_for(runs: list[CellRun], suite: str | Path | None) -> Rubric:
     return loaded.rubric
 
 
-@dataclass(frozen=True)
-class _Verdict:
-    """One run's judging: every candidate's scores (the judge's criteria, the rules' flags)
-    and the flags the judge gave itself, or the error that stopped it."""
-
-    scores: dict[str, Scores] = field(default_factory=dict)
-    resampled: dict[str, tuple[float, int]] = field(default_factory=dict)  # id -> (temp, seed)
-    error: str | None = None
-    answers: dict[str, list[RawAnswer]] = field(default_factory=dict)  # id -> every attempt
-    own_flags: dict[str, tuple[int, int]] = field(default_factory=dict)  # where it gave them
-
-
-@dataclass(frozen=True)
-class RawAnswer:
-    """One answer of the judge model as it gave it, with the settings that produced it."""
-
-    text: str
-    temperature: float
-    seed: int
-
-    def to_dict(self) -> dict[str, object]:
-        return {"text": self.text, "temperature": self.temperature, "seed": self.seed}
-
-
 def judge_mode(structured: StructuredMode) -> StructuredMode:
     """The mode the judge's requests are made in: `auto` is the score schema.
 
@@ -273,10 +242,10 @@ class CandidateJudge:
         the backend keeps a prefix cache): the first candidate then costs what the others do."""
         self.backend.warm(warm_up_request(self.rubric_text))
 
-    def cell(self, name: str, cell: CellCandidates) -> _Verdict:
+    def cell(self, name: str, cell: CellCandidates) -> Verdict:
         """Score a run's candidates one by one; stop at the first that cannot be scored."""
         if not cell.candidates:
-            return _Verdict(error="the run has no candidates")
+            return Verdict(error="the run has no candidates")
         scores: dict[str, Scores] = {}
         resampled: dict[str, tuple[float, int]] = {}
         answers: dict[str, list[RawAnswer]] = {}
@@ -290,14 +259,15 @@ class CandidateJudge:
             except BackendError as exc:
                 error = f"candidate {cid}: {exc}"
                 self.progress.advance(f"{name} {cid}", error, len(cell.candidates) - index)
-                return _Verdict(error=error, answers=answers)
+                return Verdict(error=error, answers=answers)
             scores[cid] = answer.with_flags(candidate.format_ok, candidate.overlong)
             if answer.own_flags is not None:
                 own_flags[cid] = answer.own_flags
             if temperature != JUDGE_TEMPERATURE:
                 resampled[cid] = (temperature, seed)
             self.progress.advance(f"{name} {cid}")
-        return _Verdict(scores, resampled, answers=answers, own_flags=own_flags)
+        threads = self.backend.threads.threads if self.backend.threads else None
+        return Verdict(scores, resampled, None, answers, own_flags, threads)
 
     def _score(
         self, cell: CellCandidates, candidate: RecordedCandidate, answers: list[RawAnswer]
@@ -327,73 +297,3 @@ class CandidateJudge:
             return scores, (answers[-1].temperature, seed)
 
         return call_with_retries(attempt, self.retry)[0]
-
-
-def _write_scores(
-    run: CellRun, verdict: _Verdict, judged_by: str, mode: StructuredMode
-) -> WriteJob:
-    """Write the verdict's scores (the judge's criteria, the rules' flags), and the flags
-    the judge gave itself where it did (a free or JSON answer; the schema stops before)."""
-    from mlflow.entities import RunTag
-
-    run_id = run.run_id
-    previous = run.scores_version("auto")
-    recorded = verdict.scores
-    tags = {
-        CellTag.AUTO_JUDGE_TEMPERATURE: str(JUDGE_TEMPERATURE),
-        CellTag.AUTO_JUDGE_SEED: str(JUDGE_SEED),
-        CellTag.AUTO_JUDGE_STRUCTURED: mode,
-    }
-    if verdict.own_flags:
-        own = {cid: list(flags) for cid, flags in verdict.own_flags.items()}
-        tags[CellTag.AUTO_JUDGE_FLAGS] = json.dumps(own, separators=(",", ":"))
-    if verdict.resampled:
-        settings = {cid: list(setting) for cid, setting in verdict.resampled.items()}
-        tags[CellTag.AUTO_JUDGE_RESAMPLED] = json.dumps(settings, separators=(",", ":"))
-    optional = (CellTag.AUTO_JUDGE_ERROR, CellTag.AUTO_JUDGE_RESAMPLED, CellTag.AUTO_JUDGE_FLAGS)
-    stale = [tag for tag in optional if tag in run.extra_tags and tag not in tags]
-    answers = answers_document(judged_by, verdict.answers)
-
-    def write(client: MlflowClient) -> None:
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-        version = record_scores(
-            client,
-            run_id,
-            "auto",
-            recorded,
-            judged_by,
-            previous,
-            trace_id=run.trace_id,
-            rationales={cid: tries[-1].text for cid, tries in verdict.answers.items() if tries},
-        )
-        log_texts(
-            client, run_id, {AUTO_ANSWERS_FILE: answers, f"auto_answers/v{version}.json": answers}
-        )
-        for tag in stale:
-            client.delete_tag(run_id, tag)
-
-    return write
-
-
-def answers_document(judge_model: str, answers: dict[str, list[RawAnswer]]) -> str:
-    """The judge's raw answers per candidate (every attempt), as the artifact's JSON."""
-    return json.dumps(
-        {
-            "judge_model": judge_model,
-            "candidates": {
-                cid: [a.to_dict() for a in attempts] for cid, attempts in answers.items()
-            },
-        },
-        indent=2,
-        ensure_ascii=False,
-    )
-
-
-def _write_error(run_id: str, error: str, judge_model: str, verdict: _Verdict) -> WriteJob:
-    answers = answers_document(judge_model, verdict.answers)
-
-    def write(client: MlflowClient) -> None:
-        client.set_tag(run_id, CellTag.AUTO_JUDGE_ERROR, error[:_ERROR_CHARS])
-        log_texts(client, run_id, {AUTO_ANSWERS_FILE: answers})
-
-    return write

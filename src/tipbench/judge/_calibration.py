@@ -32,12 +32,8 @@ from tipbench.backends import (
 )
 from tipbench.judge._agreement import quadratic_weighted_kappa
 from tipbench.judge._agreement_notes import FIGURE_SCALES, Side, constant_side_note
-from tipbench.judge._auto import (
-    JUDGE_N_CTX,
-    AutoJudgeProgress,
-    CandidateJudge,
-    RawAnswer,
-)
+from tipbench.judge._auto import JUDGE_N_CTX, AutoJudgeProgress, CandidateJudge
+from tipbench.judge._auto_verdict import RawAnswer
 from tipbench.judge._candidates import CellCandidates
 from tipbench.stats import json_number
 from tipbench.suite import (

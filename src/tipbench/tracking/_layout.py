@@ -74,6 +74,9 @@ class CellTag:
     #: The cell's trace in MLflow's GenAI views (`tipbench.tracking._trace`); absent on cells
     #: collected without GenAI records.
     TRACE_ID = "trace_id"
+    #: The threads the embedded model generated the cell on (`backends/_threads.py`); absent
+    #: where the model ran elsewhere (a server) or the answer came from the cache.
+    LLAMA_THREADS = "llama_threads"
     AUTO_JUDGE_ERROR = "auto_judge_error"
     AUTO_JUDGE_RESAMPLED = "auto_judge_resampled"
     AUTO_JUDGE_TEMPERATURE = "auto_judge_temperature"
@@ -83,6 +86,8 @@ class CellTag:
     #: The automatic judge's own `format_ok`/`overlong` per candidate (`{"c1": [1, 0]}`):
     #: the tier records the rules' flags, only a human overrides them.
     AUTO_JUDGE_FLAGS = "auto_judge_flags"
+    #: The threads the embedded judge model ran on when it scored the run.
+    AUTO_JUDGE_LLAMA_THREADS = "auto_judge_llama_threads"
 
 
 class CellMetric:
