@@ -40,11 +40,12 @@ def test_prints_the_split_lineage_skipped_proposal_and_shortlist(
             reflection(V1.user.replace("$tasks", "the tasks"), "Shorter."),
         ],
     )
-    done = tipbench(*optimize_args(world, sqlite_uri, "--no-heldout"))
+    done = tipbench(*optimize_args(world, sqlite_uri, "--budget", "14", "--no-heldout"))
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "training on 2 scenarios (student-morning, student-evening), holding out 6" in out
     assert "10 evaluations, 2 iterations, 1 proposal, 1 skipped proposal" in out
+    assert "10 of 14 evaluations spent (an iteration can spend 6: the 4 left" in out
     assert f"\n    {P1}  " in out and "pool, best on student-morning" in out
     assert "[shortlist]" in out
     assert (

@@ -4,8 +4,9 @@ finished iteration and ends as an uninterrupted one would, with nothing twice.
 The reflection model here answers from its request alone, as a real model does at a fixed
 seed (a script consumed in order would not: the interrupted iteration asks again; see
 `support.scripted_world.rule_reflection`). Training on the student's two scenarios
-(minibatch: both) for 20 evaluations, that is: iteration 1 proposes P1 (morning; accepted),
-2 proposes P3 from P1 (evening too; accepted), 3 to 5 are skipped proposals.
+(minibatch: both) for a budget of 24, that is: iteration 1 proposes P1 (morning; accepted),
+2 proposes P3 from P1 (evening too; accepted), 3 to 5 are skipped proposals (20 spent: a
+sixth iteration could spend 6, past the budget).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ P3 = proposal(P1_SYSTEM, said(V1, "user", EVENING))
 
 
 def start(world: FakeOllama, uri: str, home: Path) -> subprocess.Popen[str]:
-    args = optimize_args(world, uri, "--budget", "20", "--no-heldout")
+    args = optimize_args(world, uri, "--budget", "24", "--no-heldout")
     return subprocess.Popen(
         [sys.executable, "-m", "tipbench.cli", *args],
         env={**os.environ, "TIPBENCH_HOME": str(home)},
@@ -86,8 +87,9 @@ def test_ctrl_c_then_the_same_command_resumes_without_duplicates(
     second = start(world, sqlite_uri, tipbench_home)
     stdout, stderr = second.communicate(timeout=600)
     assert second.returncode == 0, stderr
-    assert re.search(r"resuming: \d+ of 20 evaluations already spent", stderr), stderr
+    assert re.search(r"resuming: \d+ of 24 evaluations already spent", stderr), stderr
     assert "20 evaluations, 5 iterations, 2 proposals, 3 skipped proposals" in stdout, stdout
+    assert "20 of 24 evaluations spent" in stdout
 
     steps = recorded_iterations(client)
     assert sorted(steps) == [0, 1, 2, 3, 4, 5]  # each iteration recorded once

@@ -31,6 +31,11 @@ class OptimizeBar(_BarProgress):
     """An `OptimizeProgress`: a bar over the budget's evaluations, a line per iteration."""
 
     title, unit, done_word = "optimize", "evaluations", "spent"
+    budget = 0
+
+    def begin(self, total: int, done: int) -> None:
+        self.budget = total
+        super().begin(total, done)
 
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None:
         self._step(label, error, count=count)
@@ -40,7 +45,7 @@ class OptimizeBar(_BarProgress):
         self._line(
             f"iteration {summary.iteration}: best training score {best.mean:.2f} "
             f"({best.version}), {counted(len(summary.programs), 'version')} in the pool, "
-            f"{summary.evaluations} evaluations spent"
+            f"{summary.evaluations} / {self.budget} evaluations spent"
         )
 
     def proposed(self, prompt: PromptVersion) -> None:
@@ -178,6 +183,7 @@ def report(result: OptimizationResult) -> None:
         f"{counted(len(result.proposals), 'proposal')}, "
         f"{counted(len(result.skipped), 'skipped proposal')}"
     )
+    out(result.spent())
     out("== lineage (mean training score, on how many training scenarios)")
     for row in result.lineage:
         out(f"  {row.describe()}")

@@ -8,6 +8,11 @@ part (round robin: system, then user), score the proposal on the same minibatch,
 state in `run_dir` at the start of every iteration, so an interrupted optimization resumes
 from its last finished iteration.
 
+The budget is a ceiling (`BudgetCeiling`): GEPA's own stopper looks at the budget only
+before an iteration, so the last one ran past it (a budget of 16 spent 18). An iteration
+begins here only if its worst case fits in what is left: the parent and the proposal on the
+minibatch, and the proposal on every training scenario if it is accepted.
+
 `Progress` hears GEPA's events (`gepa.core.callbacks`): the budget spent, each iteration's
 pool and front, recorded once the iteration has finished (an iteration that an interrupt
 ends is not: it is done again on resume).
@@ -97,6 +102,24 @@ class Events:
         self.on_iteration(summary)
 
 
+@dataclass(frozen=True)
+class BudgetCeiling:
+    """GEPA's stopper (`gepa.utils.StopperProtocol`): stop before an iteration that could
+    spend past the budget. `max_metric_calls` is the budget, named as GEPA reads it."""
+
+    max_metric_calls: int
+    iteration_cost: int  # the most one iteration can spend
+
+    def __call__(self, gepa_state: GEPAState[Any, Any]) -> bool:
+        return gepa_state.total_num_evals + self.iteration_cost > self.max_metric_calls
+
+
+def iteration_ceiling(n_training: int, minibatch: int) -> int:
+    """The most one iteration after the first spends: a parent and its proposal on the
+    minibatch, and the proposal on every training scenario if it is accepted."""
+    return 2 * min(minibatch, n_training) + n_training
+
+
 def run_gepa(
     adapter: TipbenchAdapter,
     training: Sequence[Scenario],
@@ -121,7 +144,7 @@ def run_gepa(
         perfect_score=float(COMPOSITE_RANGE[1]),
         skip_perfect_score=True,
         module_selector="round_robin",
-        max_metric_calls=budget,
+        stop_callbacks=BudgetCeiling(budget, iteration_ceiling(len(trainset), minibatch)),
         logger=_Log(),
         run_dir=run_dir,
         callbacks=[cast(GEPACallback, events)],  # its methods are all optional (GEPA's doc)

@@ -9,7 +9,8 @@ Layout of the run (kind `optimization`, reopened by its key when the optimizatio
 - artifacts: `front/iteration-NNNN.json` (the pool and the front per training scenario),
   `lineage.json` (every proposal with its parent, reasons and scores, and every skipped
   one), `best_training_score.png`, `shortlist.json`;
-- tags: `shortlist` and `heldout_experiment`.
+- tags: `budget` (the latest: a larger budget continues an optimization, its params stay),
+  `shortlist` and `heldout_experiment`.
 
 The collections that evaluate proposals are its children (`mlflow.parentRunId`), and their
 cell runs theirs: one run per evaluation, under the optimization that asked for it.
@@ -37,6 +38,7 @@ LINEAGE_FILE = "lineage.json"
 SHORTLIST_FILE = "shortlist.json"
 SHORTLIST_TAG = "shortlist"
 HELDOUT_TAG = "heldout_experiment"
+BUDGET_TAG = "budget"
 
 
 class OptimizationRecord:
@@ -51,9 +53,16 @@ class OptimizationRecord:
 
     @classmethod
     def open(
-        cls, store: TrackingStore, experiment_id: str, key: str, name: str, params: dict[str, str]
+        cls,
+        store: TrackingStore,
+        experiment_id: str,
+        key: str,
+        name: str,
+        params: dict[str, str],
+        budget: int,
     ) -> OptimizationRecord:
-        run_id = store.open_parent(experiment_id, KIND_OPTIMIZATION, key, name, params)
+        tags = {BUDGET_TAG: str(budget)}
+        run_id = store.open_parent(experiment_id, KIND_OPTIMIZATION, key, name, params, tags)
         return cls(store, experiment_id, run_id)
 
     def child_tags(self) -> dict[str, str]:

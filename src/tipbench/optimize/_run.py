@@ -26,7 +26,7 @@ from tipbench.collect import CollectProgress
 from tipbench.judge import AutoJudgeProgress
 from tipbench.optimize._adapter import Proposer, TipbenchAdapter
 from tipbench.optimize._config import ModelRole, OptimizeConfig
-from tipbench.optimize._engine import Events, run_gepa
+from tipbench.optimize._engine import Events, iteration_ceiling, run_gepa
 from tipbench.optimize._evaluation import Evaluator
 from tipbench.optimize._heldout import HeldOut, check_heldout_experiment, run_heldout
 from tipbench.optimize._lineage import Lineage, Skipped
@@ -82,6 +82,8 @@ class OptimizationResult:
     skipped: list[Skipped]
     shortlist: list[Program]
     lineage: list[LineageRow]  # every version as a tree, each proposal with its diff
+    budget: int  # the ceiling: `final.evaluations` never passes it
+    per_iteration: int  # the most an iteration spends: it starts only if that fits
     heldout: HeldOut | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -89,12 +91,22 @@ class OptimizationResult:
     def final(self) -> IterationSummary:
         return self.summaries[-1]
 
+    def spent(self) -> str:
+        """`14 of 16 evaluations spent (…)`: the budget is a ceiling, and why it stopped."""
+        spent, left = self.final.evaluations, self.budget - self.final.evaluations
+        line = f"{spent} of {self.budget} evaluations spent"
+        if left > 0:
+            line += (
+                f" (an iteration can spend {self.per_iteration}: the {left} left would not "
+                "cover one)"
+            )
+        return line
+
 
 def iteration_cost(n_training: int, minibatch: int) -> int:
     """The evaluations of a first iteration: the start on every training scenario, a parent
     and its proposal on a minibatch, and the proposal on every scenario if accepted."""
-    batch = min(minibatch, n_training)
-    return 2 * n_training + 2 * batch
+    return n_training + iteration_ceiling(n_training, minibatch)
 
 
 def working_suite(suite: str | None) -> Path:
@@ -205,7 +217,8 @@ def optimize(
     key = optimization_id(config, suite, split)
     experiment_id = store.experiment_id(config.experiment, create=True)
     title = f"optimize {start.version} ({key})"
-    record = OptimizationRecord.open(store, experiment_id, key, title, _params(config, split))
+    params = _params(config, split)
+    record = OptimizationRecord.open(store, experiment_id, key, title, params, config.budget)
     registry = _Registry(store)
     lineage = Lineage(folder, key, start, registry.register, registry.tag_scores)
     evaluator = Evaluator(
@@ -240,7 +253,8 @@ def optimize(
     rows = lineage_rows(start, lineage.proposals, final, [p.version for p in chosen])
     result = OptimizationResult(
         key, record.run_id, folder, split, start.version, events.summaries,
-        lineage.proposals, lineage.skipped, chosen, rows,
+        lineage.proposals, lineage.skipped, chosen, rows, config.budget,
+        iteration_ceiling(len(split.training), config.minibatch),
     )  # fmt: skip
     if warning := split.gate_warning():
         result.warnings.append(warning)

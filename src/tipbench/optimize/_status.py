@@ -17,6 +17,7 @@ from typing import Any
 
 from tipbench.optimize._record import (
     BEST_METRIC,
+    BUDGET_TAG,
     HELDOUT_TAG,
     KIND_OPTIMIZATION,
     LINEAGE_FILE,
@@ -114,7 +115,7 @@ def _status(
         params.get("from_version", ""),
         params.get("model", ""),
         params.get("reflection_model", ""),
-        int(params.get("budget", "0")),
+        int(tags.get(BUDGET_TAG) or params.get("budget", "0")),
         int(metrics.get("iteration", -1)) if "iteration" in metrics else -1,
         int(metrics.get("evaluations", 0)),
         metrics.get(BEST_METRIC),
