@@ -69,20 +69,36 @@ def in_a_log(progress: _BarProgress) -> io.StringIO:
     return out
 
 
-def test_in_a_log_the_lines_stay_and_the_events_come_beside_them() -> None:
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_in_a_log_the_lines_stay_and_the_events_come_beside_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     events: list[str] = []
+    clock = Clock()
+    monkeypatch.setattr(_BarProgress, "clock", staticmethod(clock))
     with JudgeProgress(ProgressEvents(events.append)) as bar:
         log = in_a_log(bar)
         bar.begin(6, 2)
         bar.note("loading m")
+        clock.now += 50  # the load, then the first candidate of this run
         bar.advance("m|v1|s c1")
+        clock.now += 3725
         bar.advance("m|v1|s c2", "unparsable answer", count=3)  # and the cell's c3, c4
 
     assert log.getvalue().splitlines() == [
         "resuming: 2 of 6 candidates already judged",
         "loading m",
-        "[3/6] m|v1|s c1 ok",
-        "[6/6] m|v1|s c2 FAILED: unparsable answer",
+        "[3/6] m|v1|s c1 ok  (0:50 so far, about 2:30 left)",  # 3 left at 50 s each
+        "[6/6] m|v1|s c2 FAILED: unparsable answer  (1:02:55 so far)",
     ]
     assert [read_event(line) for line in events] == [
         TotalKnown(unit="candidates", total=6, done=2),

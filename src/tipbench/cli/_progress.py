@@ -4,6 +4,7 @@ and progress events for programs when `TIPBENCH_PROGRESS_EVENTS` names a file.""
 from __future__ import annotations
 
 import sys
+import time
 from types import TracebackType
 from typing import Self
 
@@ -27,13 +28,16 @@ class _BarProgress:
     The bar shows the count, the time spent and the time left, and names what is being
     done now (`start`, or a `note` such as "loading MODEL"), never what just finished. It
     appears with the first progress it gets; as a terminal shows one live bar at a time, a
-    bar that appears (the next phase of a pipeline) ends the one before it.
+    bar that appears (the next phase of a pipeline) ends the one before it. In a log each
+    finished step's line says the same: the phase's time so far and about how much is left
+    (at the pace of the steps done in this run), so that a long phase does not look hung.
 
     Each count and finished step is also a progress event (see `tipbench._progress_events`)
     when `events` (by default, the environment) names where they go.
     """
 
     _shown: _BarProgress | None = None  # the bar on screen now
+    clock = staticmethod(time.monotonic)
 
     title = ""  # shown before the bar
     unit: Unit  # what the bar counts
@@ -55,6 +59,7 @@ class _BarProgress:
             disable=not self.live,
         )
         self._task = self._bar.add_task("", total=None)
+        self._began = (self.clock(), 0)  # when this run's steps began, and how many were done
 
     def __enter__(self) -> Self:
         return self
@@ -85,6 +90,7 @@ class _BarProgress:
         # reset, not update: work done before this run must not count in the speed, or
         # the time left would be far too short on a resumed run
         self._bar.reset(self._task, total=total, completed=done, description="")
+        self._began = (self.clock(), done)
         if done:
             self._line(f"resuming: {done} of {total} {self.unit} already {self.done_word}")
 
@@ -101,7 +107,17 @@ class _BarProgress:
         self._bar.update(self._task, advance=count, description="" if description == label
                          else description)  # fmt: skip
         if not self.live or error is not None:
-            self._line(f"[{step.done}/{step.total}] {label} {status}{suffix}")
+            timing = "" if self.live else self._timing(step.done, step.total)
+            self._line(f"[{step.done}/{step.total}] {label} {status}{suffix}{timing}")
+
+    def _timing(self, done: int, total: int) -> str:
+        """`  (0:42 so far, about 1:10 left)`: the phase's time, and the rest at its pace."""
+        began, before = self._began
+        spent = self.clock() - began
+        if done >= total or done <= before:
+            return f"  ({_clock(spent)} so far)"
+        left = spent / (done - before) * (total - done)
+        return f"  ({_clock(spent)} so far, about {_clock(left)} left)"
 
     def loading(self, model: str, loading: bool) -> None:
         """The phase's model is loading, or ready: an event (the load's own note names it)."""
@@ -115,6 +131,13 @@ class _BarProgress:
 
     def _line(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
+
+
+def _clock(seconds: float) -> str:
+    """`1:05`, or `1:02:05` past an hour."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
 
 
 class CellProgress(_BarProgress):
