@@ -11,6 +11,8 @@ continues it; each stops before an iteration that could pass its budget.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from support.cli import tipbench
@@ -36,6 +38,19 @@ def test_the_budget_is_never_passed_and_spent_over_budget_is_shown(
             "would not cover one)" in done.stdout
         ), done.stdout
         assert f"{spent} / {budget} evaluations spent" in done.stderr  # the last iteration's
+        # said before anything is spent (issue 45 item 7): the cost, then the time it takes
+        before = done.stderr.split("iteration ")[0]
+        spent_before = {16: "", 20: " (14 spent before)", 30: " (16 spent before)"}[budget]
+        assert (
+            f"cost: at most {budget - int(spent_before[2:4] or 0)} evaluations of {budget}"
+            f"{spent_before}: the start on 2 training scenarios, then iterations of at most 6 (a "
+            "parent and its proposal on a minibatch of 2 (the whole training set), the proposal "
+            "on every training scenario if accepted)"
+        ) in before, done.stderr
+        measured = re.search(r"time: about \S+ \S+ at ([\d.]+) s per evaluation \(measured by "
+                             r"optimize v1 \(\w+\), the same models\)", before)  # fmt: skip
+        assert (measured is None) == (budget == 16), before  # none before the first run
+        assert "time: not measured yet" in before or budget != 16
         (status,) = optimizations(store, "tip-bench-optimize")
         assert (status.evaluations, status.budget) == (
             spent,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from support.ollama_server import TWO_MODELS, FakeOllama, ModelEntry, answer
-from tipbench.optimize import IterationSummary, OptimizeConfig, Skipped
+from tipbench.optimize import Cost, IterationSummary, OptimizeConfig, Skipped
 from tipbench.suite import PromptVersion, content_hash
 
 TASK, JUDGE, REFLECTION, TOO_LARGE = "qwen2.5:0.5b", "gemma3:1b", "qwen2.5:3b", "llama3.1:8b"
@@ -132,6 +132,7 @@ class Heard:
     skips: list[Skipped] = field(default_factory=list)
     spent: int = 0
     begun: list[tuple[int, int]] = field(default_factory=list)
+    costs: list[Cost] = field(default_factory=list)
 
     def begin(self, total: int, done: int) -> None:
         self.begun.append((total, done))
@@ -149,6 +150,9 @@ class Heard:
 
     def skipped(self, skipped: Skipped) -> None:
         self.skips.append(skipped)
+
+    def planned(self, cost: Cost) -> None:
+        self.costs.append(cost)
 
 
 def optimize_args(world: FakeOllama, uri: str, *extra: str) -> list[str]:

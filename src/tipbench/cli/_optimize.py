@@ -17,6 +17,7 @@ from tipbench.optimize import (
     DEFAULT_MINIBATCH,
     DEFAULT_OPTIMIZE_EXPERIMENT,
     DEFAULT_SHORTLIST,
+    Cost,
     IterationSummary,
     OptimizationResult,
     OptimizeConfig,
@@ -40,12 +41,18 @@ class OptimizeBar(_BarProgress):
     def advance(self, label: str, error: str | None = None, count: int = 1) -> None:
         self._step(label, error, count=count)
 
+    def planned(self, cost: Cost) -> None:
+        for line in cost.lines():  # whole lines: read before anything is spent
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
     def iteration(self, summary: IterationSummary) -> None:
         best = summary.best
+        speed = summary.seconds_per_evaluation
         self._line(
             f"iteration {summary.iteration}: best training score {best.mean:.2f} "
             f"({best.version}), {counted(len(summary.programs), 'version')} in the pool, "
             f"{summary.evaluations} / {self.budget} evaluations spent"
+            + (f" ({speed:.1f} s per evaluation)" if speed is not None else "")
         )
 
     def proposed(self, prompt: PromptVersion) -> None:

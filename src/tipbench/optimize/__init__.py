@@ -22,6 +22,7 @@ from tipbench.optimize._config import (
 
 if TYPE_CHECKING:
     from tipbench.optimize._checks import SkipReason
+    from tipbench.optimize._cost import Cost, Speed
     from tipbench.optimize._heldout import HeldOut, run_heldout
     from tipbench.optimize._lineage import Skipped, skipped_by_reason
     from tipbench.optimize._record import (
@@ -55,6 +56,8 @@ _LAZY = {
     "HeldOut": "_heldout",
     "run_heldout": "_heldout",
     "Skipped": "_lineage",
+    "Cost": "_cost",
+    "Speed": "_cost",
     "skipped_by_reason": "_lineage",
     "SkipReason": "_checks",
     "BEST_METRIC": "_record",
@@ -114,6 +117,7 @@ __all__ = [
     "PLOT_FILE",
     "ROLES",
     "SHORTLIST_TAG",
+    "Cost",
     "HeldOut",
     "IterationSummary",
     "LineageRow",
@@ -126,6 +130,7 @@ __all__ = [
     "Program",
     "SkipReason",
     "Skipped",
+    "Speed",
     "Split",
     "gate_scenarios",
     "iteration_cost",

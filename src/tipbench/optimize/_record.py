@@ -5,7 +5,9 @@ Layout of the run (kind `optimization`, reopened by its key when the optimizatio
 
 - params: the start version, the models, the budget, the split, the seed;
 - metrics at step = iteration: `iteration`, `best_training_score`, `evaluations`,
-  `front_size`, `pool_size`, `proposals`, `skipped_proposals` (step 0: the start alone);
+  `front_size`, `pool_size`, `proposals`, `skipped_proposals` (step 0: the start alone),
+  `seconds_per_evaluation` (the wall clock of this process over the evaluations it spent:
+  what the next optimization's estimate reads, `optimize._cost`);
 - artifacts: `front/iteration-NNNN.json` (the pool and the front per training scenario),
   `lineage.json` (every proposal with its parent, reasons and scores, and every skipped
   one), `best_training_score.png`, `shortlist.json`;
@@ -39,6 +41,7 @@ SHORTLIST_FILE = "shortlist.json"
 SHORTLIST_TAG = "shortlist"
 HELDOUT_TAG = "heldout_experiment"
 BUDGET_TAG = "budget"
+SPEED_METRIC = "seconds_per_evaluation"
 
 
 class OptimizationRecord:
@@ -50,6 +53,8 @@ class OptimizationRecord:
         self.experiment_id = experiment_id
         history = store.client.get_metric_history(run_id, BEST_METRIC)
         self.recorded = max((m.step for m in history), default=-1)
+        spent = store.client.get_metric_history(run_id, "evaluations")
+        self.spent = int(max((m.value for m in spent), default=0))  # before this process
 
     @classmethod
     def open(
@@ -69,8 +74,9 @@ class OptimizationRecord:
         """Tags of the runs made for this optimization: nested under it, naming it."""
         return {"mlflow.parentRunId": self.run_id, OPTIMIZATION_RUN_TAG: self.run_id}
 
-    def iteration(self, summary: IterationSummary) -> bool:
-        """Record an iteration's standing (once); True if it was new."""
+    def iteration(self, summary: IterationSummary, seconds: float | None = None) -> bool:
+        """Record an iteration's standing (once), with the seconds per evaluation so far if
+        measured; True if it was new."""
         from mlflow.entities import Metric
 
         if summary.iteration <= self.recorded:
@@ -85,6 +91,8 @@ class OptimizationRecord:
             "proposals": summary.proposals,
             "skipped_proposals": summary.skipped,
         }
+        if seconds is not None:
+            values[SPEED_METRIC] = seconds
         metrics = [Metric(key, float(value), now, step) for key, value in values.items()]
         self.store.client.log_batch(self.run_id, metrics=metrics)
         front = json.dumps(summary.to_dict(), indent=2, ensure_ascii=False)

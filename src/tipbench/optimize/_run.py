@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -26,6 +27,7 @@ from tipbench.collect import CollectProgress
 from tipbench.judge import AutoJudgeProgress
 from tipbench.optimize._adapter import Proposer, TipbenchAdapter
 from tipbench.optimize._config import ModelRole, OptimizeConfig
+from tipbench.optimize._cost import Cost, estimate, measured_speed
 from tipbench.optimize._engine import Events, iteration_ceiling, run_gepa
 from tipbench.optimize._evaluation import Evaluator
 from tipbench.optimize._heldout import HeldOut, check_heldout_experiment, run_heldout
@@ -66,6 +68,7 @@ class OptimizeProgress(Protocol):
     def iteration(self, summary: IterationSummary) -> None: ...
     def proposed(self, prompt: PromptVersion) -> None: ...
     def skipped(self, skipped: Skipped) -> None: ...
+    def planned(self, cost: Cost) -> None: ...  # before the first evaluation
 
 
 @dataclass
@@ -228,6 +231,10 @@ def optimize(
     reflector = Reflector(prepared.reflection, RetryPolicy(), config.seed, progress.note, training)
     proposer = Proposer(reflector, lineage, progress.proposed, progress.skipped)
     adapter = TipbenchAdapter(evaluator, lineage, proposer)
+    per_iteration = iteration_ceiling(len(split.training), config.minibatch)
+    progress.planned(
+        estimate(config, split, per_iteration, record.spent, measured_speed(store, config))
+    )
     reporter = _Reporter(config, record, lineage, progress)
     events = Events(
         split.training,
@@ -253,8 +260,7 @@ def optimize(
     rows = lineage_rows(start, lineage.proposals, final, [p.version for p in chosen])
     result = OptimizationResult(
         key, record.run_id, folder, split, start.version, events.summaries,
-        lineage.proposals, lineage.skipped, chosen, rows, config.budget,
-        iteration_ceiling(len(split.training), config.minibatch),
+        lineage.proposals, lineage.skipped, chosen, rows, config.budget, per_iteration,
     )  # fmt: skip
     if warning := split.gate_warning():
         result.warnings.append(warning)
@@ -344,17 +350,23 @@ def _cell_note(progress: OptimizeProgress) -> Callable[[str, str | None], None]:
     return made
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Reporter:
-    """Each finished iteration: recorded in MLflow (once), then shown."""
+    """Each finished iteration: recorded in MLflow (once), with the seconds per evaluation
+    this process has taken so far, then shown."""
 
     config: OptimizeConfig
     record: OptimizationRecord
     lineage: Lineage
     progress: OptimizeProgress
+    started: float = field(default_factory=time.monotonic)
 
     def iteration(self, summary: IterationSummary) -> None:
-        if self.record.iteration(summary):
+        spent_here = summary.evaluations - self.record.spent
+        if spent_here > 0:
+            seconds = (time.monotonic() - self.started) / spent_here
+            summary = replace(summary, seconds_per_evaluation=seconds)
+        if self.record.iteration(summary, summary.seconds_per_evaluation):
             self.lineage_of(summary)
         self.progress.iteration(summary)
 

@@ -46,6 +46,7 @@ class IterationSummary:
     skipped: int  # unusable ones so far
     accepted: bool = False  # this iteration's proposal joined the pool
     notes: tuple[str, ...] = field(default=())
+    seconds_per_evaluation: float | None = None  # this process's so far, if it spent any
 
     @property
     def best(self) -> Program:

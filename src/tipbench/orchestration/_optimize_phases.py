@@ -27,7 +27,7 @@ from tipbench.orchestration._conf import one_line
 from tipbench.orchestration._store import run_store, task_store
 
 if TYPE_CHECKING:
-    from tipbench.optimize import IterationSummary, Skipped
+    from tipbench.optimize import Cost, IterationSummary, Skipped
     from tipbench.suite import PromptVersion
 
 PROMPT_OPTIMIZE = "prompt_optimize"
@@ -199,3 +199,7 @@ class _Log:
 
     def skipped(self, skipped: Skipped) -> None:
         logger.info("skipped a proposal: %s", skipped.describe())
+
+    def planned(self, cost: Cost) -> None:
+        for line in cost.lines():
+            logger.info("%s", line)
