@@ -28,7 +28,7 @@ from tipbench.tracking import TrackingStore
 
 
 def changed(path: str, value: Any) -> dict[str, Any]:
-    """The first hand-made row (decision `d`, focus-25 shown with 0.5) with the field at the
+    """The first hand-made row (decision `h1`, focus-25 shown with 0.5) with the field at the
     dotted `path` set to `value`."""
     body = copy.deepcopy(HAND_MADE[0])
     *parents, last = path.split(".")
@@ -128,7 +128,7 @@ def test_a_nan_reward_is_refused_whichever_json_reader_reads_it(
     path.write_text(f"{good}\n{bad}\n")
     with pytest.raises(Exception) as raised:
         traffic_from_rows(read_log(path))
-    expected = "row 2): reward: nan is not finite" if reader == "json" else "line 2: not JSON"
+    expected = "(line 2): reward: nan is not finite" if reader == "json" else "line 2: not JSON"
     assert expected in str(raised.value)
 
 
@@ -147,7 +147,7 @@ def test_the_cli_refuses_a_bad_log_and_records_nothing(tmp_path: Path, sqlite_ur
     rows = [*HAND_MADE[:3], changed("reward", 5)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     refused = tipbench("policy", "evaluate", "--log", str(path), "--tracking-uri", sqlite_uri)
-    assert_one_line_error(refused, "decision 'd' (row 4): reward: 5 is not in [0, 1]")
+    assert_one_line_error(refused, "decision 'h1' (line 4): reward: 5 is not in [0, 1]")
     assert evaluation_runs(sqlite_uri) == 0
 
 
@@ -167,7 +167,7 @@ def test_the_cli_refuses_nan_with_the_standard_librarys_reader(
          "--tracking-uri", sqlite_uri],
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
-    assert_one_line_error(refused, "decision 'd' (row 1): reward: nan is not finite")
+    assert_one_line_error(refused, "decision 'h1' (line 1): reward: nan is not finite")
     assert evaluation_runs(sqlite_uri) == 0
 
 
@@ -189,7 +189,9 @@ def test_score_decisions_stay_out_of_a_shadows_estimate_unless_asked() -> None:
     """`simulate --url` logged `/score` decisions of the shadow itself, which entered its
     off-policy estimate as on-policy traffic."""
     served = [row((0.5, 0.5), i % 2, 1.0 if i % 2 else 0.0, (0.1, 0.9)) for i in range(200)]
-    mixed = [r for pair in zip(served, [scored(0.0)] * 200, strict=True) for r in pair]
+    mixed = [
+        r for pair in zip(served, [scored(0.0) for _ in range(200)], strict=True) for r in pair
+    ]
 
     alone = evaluate(traffic_from_rows(served), ["egreedy-v2"])
     default = evaluate(traffic_from_rows(mixed), ["egreedy-v2"])

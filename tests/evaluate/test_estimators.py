@@ -7,7 +7,7 @@ import math
 import pytest
 
 from support.policy_logs import HAND_MADE, row
-from tipbench.evaluate import evaluate, traffic_from_rows
+from tipbench.evaluate import BIASED_CLIP_SHARE, evaluate, traffic_from_rows
 
 Z = 1.959964
 
@@ -25,18 +25,27 @@ def test_exact_figures_on_a_hand_made_log() -> None:
     assert shadow.ess == pytest.approx(sum(weights) ** 2 / sum(w * w for w in weights))
     assert shadow.clipped == 0
     ips, snips, dr = (shadow.estimates[name] for name in ("ips", "snips", "dr"))
+    # The reward model's folds (by decision id): rows 0-1 and rows 2-3. Each category's ridge
+    # on the bias alone predicts Σr/(n + 1) from the other fold: rows 0-1 get q(focus) =
+    # 0.5/2, q(break) = 1/2 (from rows 2-3), rows 2-3 get q(focus) = 1/2, q(break) = 0/2.
+    # Each candidate's expected squared weight v = π²/p: rows 0-1 (1.28, 0.08), rows 2-3
+    # (2/45, 6.4); so Σ v·q = 2·(0.32 + 0.04) + 2·(1/45 + 0) and Σ v = 2·1.36 + 2·(2/45 + 6.4).
+    sum_vq, sum_v = 0.72 + 2 / 45, 2.72 + 2 * (2 / 45 + 6.4)
     # IPS: (1.6·1 + 0.4·0 + 8·1 + 2/9·0.5)/4; its sample sd beats the model's second moment
     assert ips.value == pytest.approx(9.711111 / 4, abs=1e-6)
+    assert sum_vq / 4 - ips.value**2 < 14.331975 / 3
     assert ips.se == pytest.approx(math.sqrt(14.331975 / 4), abs=1e-5)
     assert ips.low == pytest.approx(ips.value - Z * ips.se)
-    # SNIPS: Σw·r/Σw, delta-method se √Σ(w(r − V))²/Σw
+    # SNIPS: Σw·r/Σw; the delta method's se √Σ(w(r − V))²/Σw = √0.3208/(92/9) is far below
+    # what the reward model expects, (1/n)·Σ v·(q·(1 − 2V) + V²) over n: that one is taken
     assert snips.value == pytest.approx(0.95, abs=1e-9)
-    assert snips.se == pytest.approx(math.sqrt(0.3208) / (92 / 9), abs=1e-6)
-    # DR: folds {0, 1} and {2, 3}; each category's ridge on the bias alone predicts Σr/(n + 1)
-    # from the other fold: rows 0-1 get q(focus) = 0.5/2, q(break) = 1/2 (from rows 2-3),
-    # rows 2-3 get q(focus) = 1/2, q(break) = 0/2 (from rows 0-1).
-    # Terms: 0.3 + 1.6·0.75, 0.3 + 0.4·(−0.5), 0.1 + 8·1, 0.1 + 2/9·0 = 1.5, 0.1, 8.1, 0.1
+    expected = ((1 - 2 * 0.95) * sum_vq + 0.95**2 * sum_v) / 4
+    assert math.sqrt(0.3208) / (92 / 9) < math.sqrt(expected / 4)
+    assert snips.se == pytest.approx(math.sqrt(expected / 4), abs=1e-9)
+    # DR terms: 0.3 + 1.6·0.75, 0.3 + 0.4·(−0.5), 0.1 + 8·1, 0.1 + 2/9·0 = 1.5, 0.1, 8.1, 0.1;
+    # their sample variance beats the model's (1/n)·Σ v·q·(1 − q)
     assert dr.value == pytest.approx(9.8 / 4)
+    assert (sum_vq - 2 * (0.08 + 0.02) - 2 * (2 / 45 / 4)) / 4 < 43.87 / 3
     assert dr.se == pytest.approx(math.sqrt(43.87 / 3 / 4), abs=1e-6)
     comparison = report.comparison("egreedy-v2")
     assert comparison is not None and comparison.decisions == 4
@@ -44,12 +53,22 @@ def test_exact_figures_on_a_hand_made_log() -> None:
     assert comparison.difference.value == pytest.approx((9.8 - 2.5) / 4)
 
 
-def test_clipped_weights_are_counted() -> None:
-    shadow = evaluate(traffic_from_rows(HAND_MADE), clip=2.0, min_decisions=1, min_ess=0).policy(
-        "egreedy-v2"
-    )
+def test_weights_clipped_beyond_the_stated_share_bias_ips_and_snips() -> None:
+    """Clipped at 2, the weight 8 loses 6 of the 92/9 the four weights hold (59%): IPS and
+    SNIPS are "biased: clipped", not estimated; DR keeps its estimate (its clipped term
+    corrects only the reward model's residual)."""
+    report = evaluate(traffic_from_rows(HAND_MADE), clip=2.0, min_decisions=1, min_ess=0)
+    shadow = report.policy("egreedy-v2")
     assert shadow.clipped == pytest.approx(0.25)  # w = 8 of the four
-    assert shadow.estimates["ips"].value == pytest.approx((1.6 + 2.0 + 1 / 9) / 4)
+    assert shadow.clipped_weight == pytest.approx(6 / (92 / 9))
+    assert shadow.clipped_weight > BIASED_CLIP_SHARE
+    assert shadow.max_weight == pytest.approx(8.0)
+    assert shadow.status == "estimated" and set(shadow.estimates) == {"dr"}
+    statuses = shadow.to_dict()["statuses"]
+    assert statuses == {"ips": "biased: clipped", "snips": "biased: clipped", "dr": "estimated"}
+    assert report.clip == 2.0 and report.floor == pytest.approx(0.1)
+    unclipped = evaluate(traffic_from_rows(HAND_MADE), min_decisions=1, min_ess=0)
+    assert unclipped.policy("egreedy-v2").biased == ()
 
 
 def test_too_little_data_is_said_not_estimated() -> None:
@@ -68,4 +87,4 @@ def test_no_overlap_is_said_not_estimated() -> None:
     rare = [row((0.99, 0.01), 0, 1.0, (0.0, 1.0)) for _ in range(150)]
     rare += [row((0.99, 0.01), 1, 1.0, (0.0, 1.0))]
     weak = evaluate(traffic_from_rows(rare)).policy("egreedy-v2")
-    assert weak.status == "no overlap" and "effective sample size 1.0" in weak.reason
+    assert weak.status == "too little data" and "effective sample size 1.0" in weak.reason

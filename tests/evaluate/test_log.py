@@ -46,10 +46,14 @@ def test_a_bad_log_is_refused_in_one_line(tmp_path: Path) -> None:
     bad.write_text('{"policy": "egreedy-v1"}\n{not json\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"bad\.jsonl: line 2: not JSON"):
         list(read_log(bad))
-    with pytest.raises(ConfigError, match="decision at row 1: candidates: not a non-empty list"):
+    with pytest.raises(ConfigError, match="decision at row 1: decision_id: null is not a decision"):
         traffic_from_rows([{"policy": "egreedy-v1", "reward": 1.0}])
+    with pytest.raises(
+        ConfigError, match=r"decision 'x' \(row 1\): candidates: not a non-empty list"
+    ):
+        traffic_from_rows([{"decision_id": "x", "policy": "egreedy-v1", "reward": 1.0}])
     no_features = {k: v for k, v in HAND_MADE[0].items() if k != "features"}
-    with pytest.raises(ConfigError, match=r"decision 'd' \(row 1\): not a decision-log row"):
+    with pytest.raises(ConfigError, match=r"decision 'h1' \(row 1\): not a decision-log row"):
         traffic_from_rows([no_features])
     with pytest.raises(ConfigError, match="unknown policy 'greedy'"):
         evaluate(traffic_from_rows([]), ["greedy"])

@@ -256,7 +256,7 @@ def evaluate_command(
         log_evaluation,
         read_log,
         render_evaluation,
-        traffic_from_rows,
+        traffic_chunks,
     )
     from tipbench.policy_gate import serving_config
     from tipbench.policy_service import decision_rows, open_store
@@ -265,29 +265,30 @@ def evaluate_command(
     explicit_state = ctx.get_parameter_source("state_url") == ParameterSource.COMMANDLINE
     if log_file is not None and explicit_state:
         raise click.UsageError("give --state-url or --log, not both")
-    settings = None
-    if log_file is not None:
-        traffic = traffic_from_rows(read_log(log_file), include_score=include_score)
+    names = [p.strip() for p in policies.split(",") if p.strip()] if policies else None
+    if log_file is not None:  # read once, a chunk at a time: memory does not grow with it
+        chunks = traffic_chunks(read_log(log_file), include_score=include_score)
+        report = evaluate(chunks, names, live=live, clip=clip, min_decisions=min_decisions)
         source = str(log_file)
     else:
         store = open_store(state_url, create=False)
         try:
             serving = serving_config(store)  # replayed policies decide with its settings
-            live, settings = live or serving.live, serving.policies
-            traffic = traffic_from_rows(decision_rows(store), include_score=include_score)
+            chunks = traffic_chunks(decision_rows(store), include_score=include_score)
+            live = live or serving.live
+            report = evaluate(
+                chunks, names, live=live, settings=serving.policies, clip=clip,
+                min_decisions=min_decisions,
+            )  # fmt: skip
         finally:
             store.close()
         source = redact_uri(state_url) if state_url else "the default state"
-    if traffic.decisions == 0:
-        only_score = f" but {traffic.score_left_out:,} /score ones (--include-score)"
+    if report.decisions == 0:
+        only_score = f" but {report.score_left_out:,} /score ones (--include-score)"
         raise ConfigError(
             f"{source}: the log holds no decision to evaluate"
-            f"{only_score if traffic.score_left_out else ''}: nothing recorded"
+            f"{only_score if report.score_left_out else ''}: nothing recorded"
         )
-    names = [p.strip() for p in policies.split(",") if p.strip()] if policies else None
-    report = evaluate(
-        traffic, names, live=live, settings=settings, clip=clip, min_decisions=min_decisions
-    )
     run_id = log_evaluation(
         TrackingStore(tracking_uri), experiment, report, source, clip, min_decisions
     )

@@ -4,6 +4,8 @@ Every estimator divides by the logged probabilities and averages the rewards, so
 out of its range gives a figure that looks like any other (a propensity of 0 gives NaN
 marked "estimated"; rewards of 5 give an IPS of 2.33). Each row of the log must hold:
 
+- `decision_id`: a non-empty string, once in the log (`_duplicates`: a decision counted
+  twice narrows every interval);
 - `candidates`: a non-empty list of distinct tips, each with a `probability` in [0, 1]; the
   probabilities sum to 1 within `PROBABILITY_TOLERANCE`;
 - `tip_id`: one of the candidates, with probability > 0 (the propensity of the tip shown:
@@ -52,12 +54,13 @@ def _shown(value: object) -> str:
     return repr(value) if not isinstance(value, float) else f"{value:g}"
 
 
-def decision_label(row: Mapping[str, Any], number: int) -> str:
-    """How a message names a row: its decision id and its place in the log."""
+def decision_label(row: Mapping[str, Any], number: int, unit: str = "row") -> str:
+    """How a message names a row: its decision id and its place in the log (`unit` 1-based:
+    a row of a state's log, a line of a file)."""
     decision = row.get("decision_id")
     if isinstance(decision, str) and decision:
-        return f"decision {decision[:40]!r} (row {number})"
-    return f"decision at row {number}"
+        return f"decision {decision[:40]!r} ({unit} {number:,})"
+    return f"decision at {unit} {number:,}"
 
 
 def _probabilities(candidates: object, field: str, where: str) -> tuple[list[str], list[float]]:
@@ -207,6 +210,9 @@ def _valid_shadows(shadows: object, tips: list[str]) -> list[tuple[str, list[flo
 def _valid(row: Mapping[str, Any]) -> CheckedRow | None:
     """What the row holds if it keeps every rule of the module, else None (`_explain` says
     which rule it breaks)."""
+    decision = row.get("decision_id")
+    if type(decision) is not str or not decision:
+        return None
     found = _valid_candidates(row.get("candidates"))
     if found is None:
         return None
@@ -227,9 +233,15 @@ def _valid(row: Mapping[str, Any]) -> CheckedRow | None:
     return None if shadows is None else CheckedRow(tips, probabilities, shadows)
 
 
-def _explain(row: Mapping[str, Any], number: int) -> NoReturn:
+def _explain(row: Mapping[str, Any], number: int, unit: str) -> NoReturn:
     """Raise the first rule the row breaks, naming the decision and the field."""
-    where = decision_label(row, number)
+    where = decision_label(row, number, unit)
+    decision = row.get("decision_id")
+    if not isinstance(decision, str) or not decision:
+        raise LogRowError(
+            f"{where}: decision_id: {_shown(decision)} is not a decision id (without one a "
+            "decision counted twice cannot be told)"
+        )
     tips, probabilities = _probabilities(row.get("candidates"), "candidates", where)
     _check_shown(row, tips, probabilities, where)
     _check_reward(row.get("reward"), where)
@@ -237,7 +249,7 @@ def _explain(row: Mapping[str, Any], number: int) -> NoReturn:
     raise LogRowError(f"{where}: not a valid decision-log row")  # pragma: no cover
 
 
-def check_row(row: Mapping[str, Any], number: int) -> CheckedRow:
+def check_row(row: Mapping[str, Any], number: int, unit: str = "row") -> CheckedRow:
     """Check one row of a decision log (see the module's rules); returns what it read.
 
     Raises:
@@ -245,5 +257,5 @@ def check_row(row: Mapping[str, Any], number: int) -> CheckedRow:
     """
     checked = _valid(row)
     if checked is None:
-        _explain(row, number)
+        _explain(row, number, unit)
     return checked

@@ -3,12 +3,15 @@
 Every policy that decided is shown with its observed mean reward (on-policy: the rewards of
 its own decisions). Every shadow (and every policy asked for) gets the off-policy estimates of
 `_estimators`: from its logged probabilities, or replayed (`_replay`) when the log has none.
+The log is read once, chunk by chunk (`traffic_chunks`), into sums (`_sums`): memory does not
+grow with its length but for the decision ids (`_duplicates`, 16 bytes a decision).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -17,20 +20,22 @@ from tipbench.evaluate._estimators import (
     CLIP_WEIGHT,
     MIN_DECISIONS,
     MIN_ESS,
+    REWARD_MODEL_RIDGE,
     PolicyEvaluation,
-    evaluate_policy,
-    reward_model,
+    estimate_policy,
+    paired_difference,
     unavailable,
 )
-from tipbench.evaluate._replay import CannotReplay, replay
+from tipbench.evaluate._replay import Replayer
+from tipbench.evaluate._sums import FOLDS, Categories, PolicySums, RewardModelSums
 from tipbench.evaluate._traffic import Traffic
 from tipbench.policies import PolicyConfig, policy_spec
-from tipbench.stats import Estimate
+from tipbench.stats import Estimate, json_number
 
 
 @dataclass(frozen=True)
 class Observed:
-    """A deciding policy's own rewards: mean and 95% interval."""
+    """A deciding policy's own rewards: mean and 95% interval (none from one decision)."""
 
     policy: str
     decisions: int
@@ -45,7 +50,7 @@ class Comparison:
     policy: str
     live: str
     decisions: int
-    difference: Estimate | None  # None: no shared decisions
+    difference: Estimate | None  # None: fewer than 2 shared decisions
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class EvaluationReport:
     policies: tuple[PolicyEvaluation, ...]
     versus_live: tuple[Comparison, ...]
     score_left_out: int = 0  # `/score` decisions of the log not evaluated (not asked for)
+    clip: float = CLIP_WEIGHT  # importance weights above it were clipped
+    floor: float = math.nan  # the smallest probability any rewarded decision logged
 
     def policy(self, name: str) -> PolicyEvaluation:
         return next(p for p in self.policies if p.policy == name)
@@ -76,6 +83,8 @@ class EvaluationReport:
             "rewarded": self.rewarded,
             "score_left_out": self.score_left_out,
             "live": self.live,
+            "clip": self.clip,
+            "floor": json_number(self.floor),
             "observed": [
                 {"policy": o.policy, "decisions": o.decisions, **(estimate(o.value) or {})}
                 for o in self.observed
@@ -93,29 +102,100 @@ class EvaluationReport:
         }
 
 
-def _mean(values: np.ndarray) -> Estimate:
-    n = len(values)
-    mean = float(values.mean())
-    se = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return Estimate.normal(mean, se, n=n)
+@dataclass
+class _Rewards:
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+
+    def estimate(self) -> Estimate:
+        mean = self.total / self.n
+        if self.n < 2:
+            return Estimate(mean, math.nan, math.nan, "none", n=self.n)
+        variance = max((self.squares - self.n * mean**2) / (self.n - 1), 0.0)
+        return Estimate.normal(mean, math.sqrt(variance / self.n), n=self.n)
 
 
-def _live(traffic: Traffic) -> str | None:
-    """The policy that served the latest `/serve` decision."""
-    return next(
-        (
-            d
-            for d, r in zip(reversed(traffic.decider), reversed(traffic.route), strict=True)
-            if r == "serve"
-        ),
-        None,
-    )
+@dataclass
+class _Reading:
+    """What has been read of the log so far."""
+
+    wanted: Sequence[str] | None  # policies to sum (None: every logged one but `skip`)
+    skip: str | None
+    clip: float
+    replayers: dict[str, Replayer]
+    categories: Categories = field(default_factory=Categories)
+    model: RewardModelSums = field(default_factory=RewardModelSums)
+    logged: dict[str, PolicySums] = field(default_factory=dict)
+    replayed: dict[str, PolicySums] = field(default_factory=dict)
+    observed: dict[str, _Rewards] = field(default_factory=dict)
+    versions: list[str] = field(default_factory=lambda: ["v1", "v2"])
+    decisions: int = 0
+    score_left_out: int = 0
+    rewarded: int = 0
+    last_serve: str | None = None
+    floor: float = math.inf
+
+    def sums(self, table: dict[str, PolicySums], name: str) -> PolicySums:
+        if name not in table:
+            table[name] = PolicySums(self.clip)
+            table[name].versions = {v: d for v, d in table[name].versions.items()
+                                    if v in self.versions}  # fmt: skip
+        found = table[name]
+        found.grow(len(self.categories))
+        return found
+
+    def add(self, chunk: Traffic) -> None:
+        self.decisions += chunk.decisions
+        self.score_left_out += chunk.score_left_out
+        if not chunk.n:
+            return
+        codes = self.categories.codes(chunk)
+        self.model.grow(len(self.categories))
+        folds = (
+            chunk.fold if chunk.fold is not None else (self.rewarded + np.arange(chunk.n)) % FOLDS
+        )
+        self.rewarded += chunk.n
+        if "v2" in self.versions and np.isnan(chunk.x_v2).any():
+            self.versions.remove("v2")
+            self.model.drop("v2")
+            for sums in (*self.logged.values(), *self.replayed.values()):
+                sums.drop("v2")
+        xs = {"v1": chunk.x_v1, "v2": chunk.x_v2}
+        shown = codes[np.arange(chunk.n), chunk.chosen]
+        self.model.add(shown, chunk.reward, folds, xs)
+        self._observe(chunk)
+        for name, probabilities in chunk.targets.items():
+            if (self.wanted is None and name != self.skip) or name in (self.wanted or ()):
+                self.sums(self.logged, name).add(chunk, probabilities, codes, folds, xs)
+                self.replayers.pop(name, None)
+                self.replayed.pop(name, None)
+        for name, replayer in self.replayers.items():
+            replayed = replayer.step(chunk, codes, len(self.categories))
+            if replayed is not None:
+                self.sums(self.replayed, name).add(chunk, replayed, codes, folds, xs)
+
+    def _observe(self, chunk: Traffic) -> None:
+        for decider in dict.fromkeys(chunk.decider):
+            mine = np.array(chunk.decider, dtype=object) == decider
+            rewards = self.observed.setdefault(decider, _Rewards())
+            rewards.n += int(mine.sum())
+            rewards.total += float(chunk.reward[mine].sum())
+            rewards.squares += float((chunk.reward[mine] ** 2).sum())
+        for decider, route in zip(reversed(chunk.decider), reversed(chunk.route), strict=True):
+            if route == "serve":
+                self.last_serve = decider
+                break
+        logged = chunk.logging[chunk.mask & (chunk.logging > 0)]
+        if logged.size:
+            self.floor = min(self.floor, float(logged.min()))
 
 
 def evaluate(
-    traffic: Traffic,
+    traffic: Traffic | Iterable[Traffic],
     policies: Sequence[str] | None = None,
     *,
+    also: Sequence[str] = (),
     live: str | None = None,
     settings: Mapping[str, PolicyConfig] | None = None,
     clip: float = CLIP_WEIGHT,
@@ -123,67 +203,61 @@ def evaluate(
     min_ess: float = MIN_ESS,
 ) -> EvaluationReport:
     """Evaluate `policies` (default: every policy the log has probabilities of, but the live
-    one) on the log; `live` defaults to the policy of the latest `/serve` decision.
+    one), and `also` these, on the log: one `Traffic`, or its chunks (`traffic_chunks`) read
+    once in order; `live` defaults to the policy of the latest `/serve` decision.
 
     Raises:
-        ConfigError: an unknown policy, or one that cannot be replayed on this log.
+        ConfigError: an unknown policy; a bad row of the log (as `traffic_chunks`).
     """
-    for name in policies or ():
+    asked = list(dict.fromkeys([*(policies or ()), *also]))
+    for name in asked:
         policy_spec(name)
-    live = live or _live(traffic)
-    deciders = list(dict.fromkeys(traffic.decider))
-    decider = np.array(traffic.decider, dtype=object)
-    observed = tuple(
-        Observed(d, int((decider == d).sum()), _mean(traffic.reward[decider == d]))
-        for d in deciders
-    )
-    names = list(policies) if policies is not None else [p for p in traffic.policies if p != live]
-    q = reward_model(traffic) if traffic.n else np.zeros(traffic.mask.shape)
-    evaluations = []
+    replayers = {name: Replayer(name, settings.get(name) if settings else None) for name in asked}
+    wanted = None if policies is None else asked
+    reading = _Reading(wanted, live, clip, replayers)
+    for chunk in [traffic] if isinstance(traffic, Traffic) else traffic:
+        reading.add(chunk)
+    live = live or reading.last_serve
+    return _report(reading, asked, policies is None, live, min_decisions, min_ess)
+
+
+def _report(
+    reading: _Reading,
+    asked: list[str],
+    every_logged: bool,
+    live: str | None,
+    min_decisions: int,
+    min_ess: float,
+) -> EvaluationReport:
+    version = reading.versions[-1]
+    theta = reading.model.fit(version, REWARD_MODEL_RIDGE) if reading.rewarded else None
+    names = [p for p in reading.logged if p != live] if every_logged else []
+    names = list(dict.fromkeys([*names, *asked]))
+    evaluations, comparisons = [], []
+    source: Literal["logged", "replayed"]
     for name in names:
-        logged = traffic.targets.get(name)
-        source: Literal["logged", "replayed"] = "logged" if logged is not None else "replayed"
-        if logged is not None:
-            probabilities = logged
+        if name in reading.logged:
+            sums, source = reading.logged[name], "logged"
+        elif name in reading.replayers and reading.replayers[name].failure:
+            evaluations.append(unavailable(name, reading.replayers[name].failure or ""))
+            continue
         else:
-            try:
-                probabilities = replay(traffic, name, settings.get(name) if settings else None)
-            except CannotReplay as exc:
-                evaluations.append(unavailable(name, str(exc)))
-                continue
-        evaluations.append(
-            evaluate_policy(
-                traffic,
-                name,
-                probabilities,
-                q,
-                source,
-                clip=clip,
-                min_decisions=min_decisions,
-                min_ess=min_ess,
-            )
+            sums, source = reading.sums(reading.replayed, name), "replayed"
+        found = estimate_policy(
+            name, sums, theta, version, source, min_decisions=min_decisions, min_ess=min_ess
         )
-    comparisons = tuple(
-        _versus_live(traffic, e, live)
-        for e in evaluations
-        if live and e.policy != live and e.status == "estimated"
-    )
+        evaluations.append(found)
+        if live and name != live and found.status == "estimated" and theta is not None:
+            n, difference = paired_difference(sums, theta, version, live)
+            comparisons.append(Comparison(name, live, n, difference))
     return EvaluationReport(
-        decisions=traffic.decisions,
-        rewarded=traffic.n,
+        decisions=reading.decisions,
+        rewarded=reading.rewarded,
         live=live,
-        observed=observed,
+        observed=tuple(Observed(d, r.n, r.estimate()) for d, r in reading.observed.items()),
         policies=tuple(evaluations),
-        versus_live=comparisons,
-        score_left_out=traffic.score_left_out,
+        versus_live=tuple(comparisons),
+        score_left_out=reading.score_left_out,
+        clip=reading.clip,
+        floor=reading.floor if math.isfinite(reading.floor) else math.nan,
     )
-
-
-def _versus_live(traffic: Traffic, evaluation: PolicyEvaluation, live: str) -> Comparison:
-    decider = np.array(traffic.decider, dtype=object)[evaluation.rows]
-    shared = decider == live
-    n = int(shared.sum())
-    if n < 2:
-        return Comparison(evaluation.policy, live, n, None)
-    differences = evaluation.dr_terms[shared] - traffic.reward[evaluation.rows][shared]
-    return Comparison(evaluation.policy, live, n, _mean(differences))

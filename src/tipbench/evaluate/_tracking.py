@@ -1,7 +1,8 @@
 """Recording an off-policy evaluation as one MLflow run (`tipbench.kind=policy_evaluation`):
 params (where the log came from, the policies, the clip and the minimum), metrics per policy
 and estimator (`dr.<policy>`, `dr_low.<policy>`, `dr_high.<policy>`, `ess.<policy>`,
-`clipped.<policy>`; the observed `observed.<policy>` of every deciding policy) and the whole
+`clipped.<policy>`, `clipped_weight.<policy>`; an estimator "biased: clipped" has none; the
+observed `observed.<policy>` of every deciding policy; the logging `floor`) and the whole
 report as `evaluation.json`."""
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ def evaluation_record(
     clip: float = CLIP_WEIGHT,
     min_decisions: int = MIN_DECISIONS,
 ) -> RunRecord:
-    metrics: dict[str, float] = {"decisions": report.decisions, "rewarded": report.rewarded}
+    metrics: dict[str, float] = {
+        "decisions": report.decisions,
+        "rewarded": report.rewarded,
+        "floor": report.floor,
+    }
     for observed in report.observed:
         metrics[f"observed.{observed.policy}"] = observed.value.value
     for evaluation in report.policies:
         metrics[f"ess.{evaluation.policy}"] = evaluation.ess
         metrics[f"clipped.{evaluation.policy}"] = evaluation.clipped
+        metrics[f"clipped_weight.{evaluation.policy}"] = evaluation.clipped_weight
         for name, estimate in evaluation.estimates.items():
             metrics[f"{name}.{evaluation.policy}"] = estimate.value
             metrics[f"{name}_low.{evaluation.policy}"] = estimate.low

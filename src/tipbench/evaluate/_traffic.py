@@ -1,26 +1,28 @@
 """Logged traffic as arrays: what off-policy evaluation reads from a decision log.
 
 The input is the decision log's rows as `tipbench policy log export --format jsonl` writes
-them (a state store's log is read as the same rows). Every row is checked first (`_checks`).
-Only `/serve` decisions count unless `/score` ones are asked for: a `/score/{policy}` decision
-was made by the policy named, not the live one, and has no shadows, so that it would enter a
-shadow's off-policy estimate as the policy's own on-policy traffic (weights of 1). Only
-rewarded decisions count. For each,
+them (a state store's log is read as the same rows). Every row is checked first (`_checks`),
+and every decision id must be new (`_duplicates`). Only `/serve` decisions count unless
+`/score` ones are asked for: a `/score/{policy}` decision was made by the policy named, not
+the live one, and has no shadows, so that it would enter a shadow's off-policy estimate as
+the policy's own on-policy traffic (weights of 1). Only rewarded decisions count. For each,
 the arrays keep: the policy that decided and its probability of every candidate (the logging
 policy), the candidate shown and its reward, the candidates' categories, the features (the
 richest vector any policy logged for the request: v2 if one was logged, else v1; v1 is the
 start of v2), and for every policy that scored the request as a shadow its probabilities.
 
-Rows may offer different numbers of candidates: arrays are padded to the largest, with zero
-probability (and `mask` False) on the padding.
+`traffic_chunks` reads a log of any length as consecutive `Traffic` chunks of at most
+`CHUNK_DECISIONS` rewarded decisions, holding one chunk at a time (the estimators keep sums,
+`_sums`); `traffic_from_rows` reads a small log as one. Rows may offer different numbers of
+candidates: a chunk's arrays are padded to its largest, with zero probability (and `mask`
+False) on the padding.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,10 +30,13 @@ import numpy.typing as npt
 
 from tipbench._errors import ConfigError
 from tipbench.evaluate._checks import CheckedRow, check_row, decision_label
+from tipbench.evaluate._duplicates import DecisionIds, decision_hash
+from tipbench.evaluate._log_file import LogFile
 from tipbench.policies import FEATURES_V1, FEATURES_V2, Vector
 
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
+CHUNK_DECISIONS = 4096  # rewarded decisions per chunk: about 10 MB of a chunk's rows
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class Traffic:
     x_v2: Vector  # (n, 12), NaN rows where no v2 vector was logged
     decisions: int  # rows read, rewarded or not (`/score` ones only if asked for)
     score_left_out: int = 0  # `/score` decisions read and left out
+    fold: Ints | None = None  # (n,) each decision's fold (0 or 1, by its id); None: by rank
 
     @property
     def n(self) -> int:
@@ -80,8 +86,15 @@ class Traffic:
 
 
 class _Builder:
-    def __init__(self, include_score: bool = False) -> None:
+    """Rows in, `Traffic` chunks out (`take`); decision ids checked across every chunk."""
+
+    def __init__(self, include_score: bool = False, unit: str = "row") -> None:
         self.include_score = include_score
+        self.unit = unit
+        self.ids = DecisionIds(unit)
+        self._reset()
+
+    def _reset(self) -> None:
         self.score_left_out = 0
         self.decider: list[str] = []
         self.route: list[str] = []
@@ -94,9 +107,23 @@ class _Builder:
         self.x_v1: list[list[float]] = []
         self.x_v2: dict[int, list[float]] = {}
         self.decisions = 0
+        self.read_ids: list[str] = []
+        self.read_digests: list[bytes] = []
+        self.fold: list[int] = []
+        self.read_rows: list[int] = []
+        self.read_rewards: list[float | None] = []
+
+    @property
+    def rewarded(self) -> int:
+        return len(self.reward)
 
     def add(self, row: Mapping[str, Any], line: int) -> None:
-        checked = check_row(row, line)
+        checked = check_row(row, line, self.unit)
+        digest = decision_hash(row["decision_id"])
+        self.read_ids.append(row["decision_id"])
+        self.read_digests.append(digest)
+        self.read_rows.append(line)
+        self.read_rewards.append(row.get("reward"))
         if row.get("route", "serve") == "score" and not self.include_score:
             self.score_left_out += 1
             return
@@ -106,8 +133,9 @@ class _Builder:
         try:
             self._add(row, checked)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            where = decision_label(row, line)
+            where = decision_label(row, line, self.unit)
             raise ConfigError(f"{where}: not a decision-log row ({exc!r})") from None
+        self.fold.append(digest[0] & 1)
 
     def _add(self, row: Mapping[str, Any], checked: CheckedRow) -> None:
         # One row per decision of a possibly huge log: plain list work, numbers converted
@@ -136,11 +164,19 @@ class _Builder:
                 raise ValueError(f"a v2 vector of {len(v2)} features")
             self.x_v2[position] = v2
 
-    def traffic(self) -> Traffic:
+    def take(self) -> Traffic:
+        """The rows added since the last `take` as a chunk (their ids checked first).
+
+        Raises:
+            LogRowError: a decision id read before, naming it and both rows.
+        """
+        self.ids.add(self.read_ids, self.read_digests, self.read_rows, self.read_rewards)
         try:
-            return self._arrays()
+            traffic = self._arrays()
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"the log holds a number that is not one ({exc})") from None
+        self._reset()
+        return traffic
 
     def _arrays(self) -> Traffic:
         n = len(self.reward)
@@ -185,54 +221,49 @@ class _Builder:
             x_v2=x_v2,
             decisions=self.decisions,
             score_left_out=self.score_left_out,
+            fold=np.array(self.fold, dtype=np.int64),
         )
 
 
-def traffic_from_rows(rows: Iterable[Mapping[str, Any]], *, include_score: bool = False) -> Traffic:
-    """The rewarded decisions of a log's rows (in log order): its `/serve` decisions, and its
-    `/score` ones with `include_score`.
+def _numbered(
+    rows: Iterable[Mapping[str, Any]],
+) -> tuple[Iterator[tuple[int, Mapping[str, Any]]], str]:
+    """Each row with its number, and what the number counts (a file's lines, else rows)."""
+    if isinstance(rows, LogFile):
+        return iter(rows.numbered()), rows.unit
+    return enumerate(rows, start=1), "row"
+
+
+def traffic_chunks(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    include_score: bool = False,
+    size: int = CHUNK_DECISIONS,
+) -> Iterator[Traffic]:
+    """The rewarded decisions of a log's rows (in log order) in chunks of at most `size`:
+    its `/serve` decisions, and its `/score` ones with `include_score`. The last chunk holds
+    the count of the rows after the last full one (it may have no rewarded decision); the
+    chunks' `decisions` and `score_left_out` add up to the log's.
 
     Raises:
         ConfigError: naming the first row that is not a decision-log row, or that breaks a
-            rule of the log (`LogRowError`, naming the decision and the field).
+            rule of the log (`LogRowError`, naming the decision and the field, or a decision
+            id read twice with both rows).
     """
-    builder = _Builder(include_score)
-    for line, row in enumerate(rows, start=1):
-        builder.add(row, line)
-    return builder.traffic()
+    numbered, unit = _numbered(rows)
+    builder = _Builder(include_score, unit)
+    for number, row in numbered:
+        builder.add(row, number)
+        if builder.rewarded >= size:
+            yield builder.take()
+    yield builder.take()
 
 
-def _json_loads() -> Callable[[bytes], Any]:
-    """orjson's parser where installed (the `policy` extra: a million rows parse in half the
-    time), else the standard library's; both give the same values."""
-    try:
-        import orjson
-    except ImportError:
-        return json.loads
-    loads: Callable[[bytes], Any] = orjson.loads
-    return loads
-
-
-def read_log(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of a JSON-lines decision log.
+def traffic_from_rows(rows: Iterable[Mapping[str, Any]], *, include_score: bool = False) -> Traffic:
+    """Every rewarded decision of a (small) log's rows as one `Traffic` (`traffic_chunks`
+    reads a log of any length in bounded memory).
 
     Raises:
-        ConfigError: the file is missing or a line is not JSON (naming the line).
+        ConfigError: as `traffic_chunks`.
     """
-    loads = _json_loads()
-    try:
-        file = path.open("rb")
-    except OSError as exc:
-        raise ConfigError(f"--log {path}: {exc.strerror or exc}") from None
-    with file:
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = loads(line)
-            except ValueError as exc:  # json's and orjson's JSONDecodeError
-                reason = getattr(exc, "msg", None) or str(exc).split(":")[0]
-                raise ConfigError(f"{path}: line {number}: not JSON ({reason})") from None
-            if not isinstance(row, dict):
-                raise ConfigError(f"{path}: line {number}: not a decision-log row")
-            yield row
+    return next(traffic_chunks(rows, include_score=include_score, size=sys.maxsize))

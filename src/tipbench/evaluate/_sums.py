@@ -1,0 +1,283 @@
+"""What the estimators keep of a log: sums over its decisions, so that a log of any length is
+evaluated in memory that does not grow with it (`_estimators` turns the sums into figures).
+
+Every estimator is a function of per-decision terms that are sums of numbers known when the
+decision is read (weights, rewards) and of the reward model's predictions q, which are known
+only at the end (the model is fitted on the whole log). The model is linear, q = θ_c·x (a
+ridge regression per category c on the features x), so each term is linear in θ and its
+square quadratic: for DR, with G_c = Σ_{j of category c} π(j) − w·[the shown tip is of
+category c],
+
+    term = Σ_c G_c·(θ_c·x) + w·r = ⟨G ⊗ x, θ⟩ + w·r
+
+and Σ term, Σ term² follow from Σ G⊗x, Σ (G⊗x)(G⊗x)ᵀ, Σ (G⊗x)·w·r and Σ (w·r)², each of
+size (categories × features)²: 60² numbers for 5 categories and 12 features, whatever the
+log's length. The same holds for the paired difference from the live policy (term − r) and
+for the variance floors (`_estimators`), which need Σ_j c_j·q_j and Σ_j c_j·q_j² for a
+coefficient c_j per candidate: Σ c⊗x and, per category, Σ c·x·xᵀ.
+
+The reward model is cross-fitted on two folds, drawn by each decision's id (the first bit
+of its hash, `decision_hash`: independent of the log's order, so a log whose shown tips
+alternate cannot line up with its folds, and the same in every run): a decision's q comes
+from the model fitted on the other fold, so it never predicts its own reward. Sums are kept
+per fold (and per deciding policy, for the paired difference) and combined at the end with
+the other fold's θ.
+
+Features come in two versions: v2 (12) where every rewarded decision has a v2 vector, else
+v1 (7); both are summed until a decision without v2 features drops v2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tipbench.evaluate._traffic import Ints, Traffic
+from tipbench.policies import FEATURES_V1, FEATURES_V2, Vector, ridge_inverse, ridge_theta
+
+FOLDS = 2
+VERSIONS = {"v1": len(FEATURES_V1), "v2": len(FEATURES_V2)}
+
+
+def _grow(array: Vector, axes: tuple[int, ...], size: int) -> Vector:
+    """`array` padded with zeros along its category `axes` to `size` categories."""
+    pad = [(0, 0)] * array.ndim
+    for axis in axes:
+        pad[axis] = (0, size - array.shape[axis])
+    return np.pad(array, pad)
+
+
+def _by_category(coefficients: Vector, codes: Ints, categories: int) -> Vector:
+    """(m, C): each row's coefficients of its candidates summed by category."""
+    onehot = codes[:, :, None] == np.arange(categories)
+    summed: Vector = np.einsum("mk,mkc->mc", coefficients, onehot)
+    return summed
+
+
+def _outer(coefficients: Vector, x: Vector) -> Vector:
+    """(m, C, d): each row's coefficient of each category times its features."""
+    product: Vector = coefficients[:, :, None] * x[:, None, :]
+    return product
+
+
+class Categories:
+    """The categories met so far, each with its index (in order of appearance)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def codes(self, traffic: Traffic) -> Ints:
+        """(n, K) the chunk's candidates' category indices (0 on the padding), adding any new
+        category."""
+        for names in traffic.categories:
+            for name in names:
+                self.index.setdefault(name, len(self.index))
+        ordered = tuple(self.index)
+        return traffic.category_codes(ordered)
+
+
+class RewardModelSums:
+    """Per feature version and fold, each category's ridge statistics XX (C, d, d) and RX (C, d)
+    of the shown candidates' rewards."""
+
+    def __init__(self) -> None:
+        self.categories = 0
+        self.xx = {v: np.zeros((FOLDS, 0, d, d)) for v, d in VERSIONS.items()}
+        self.rx = {v: np.zeros((FOLDS, 0, d)) for v, d in VERSIONS.items()}
+
+    def grow(self, categories: int) -> None:
+        if categories > self.categories:
+            self.categories = categories
+            for v in self.xx:
+                self.xx[v] = _grow(self.xx[v], (1,), categories)
+                self.rx[v] = _grow(self.rx[v], (1,), categories)
+
+    def drop(self, version: str) -> None:
+        self.xx.pop(version, None)
+        self.rx.pop(version, None)
+
+    def add(self, shown: Ints, reward: Vector, folds: Ints, xs: dict[str, Vector]) -> None:
+        """The rewarded decisions of a chunk: shown category (n,), reward, fold, features."""
+        onehot = (shown[:, None] == np.arange(self.categories)).astype(np.float64)
+        for v in self.xx:
+            x = xs[v]
+            for f in range(FOLDS):
+                pick = folds == f
+                weighted = _outer(onehot[pick], x[pick])
+                self.xx[v][f] += np.einsum("mcd,me->cde", weighted, x[pick])
+                self.rx[v][f] += np.einsum("mcd,m->cd", weighted, reward[pick])
+
+    def fit(self, version: str, ridge: float) -> Vector:
+        """(FOLDS, C, d) θ of each fold's model (a category a fold never showed predicts 0)."""
+        theta: Vector = ridge_theta(ridge_inverse(self.xx[version], ridge), self.rx[version])
+        return theta
+
+
+@dataclass
+class FeatureSums:
+    """A group's sums that involve the features of one version (see the module)."""
+
+    u: Vector  # (C, d) Σ G⊗x
+    uu: Vector  # (C, d, C, d) Σ (G⊗x)(G⊗x)ᵀ
+    ub: Vector  # (C, d) Σ (G⊗x)·w·r
+    ur: Vector  # (C, d) Σ (G⊗x)·r
+    m: Vector  # (C, d) Σ M⊗x, M_c = Σ_{j of c} min(π²/p, clip²·p): IPS's second moment
+    h: Vector  # (C, d, d) Σ_c M_c·x·xᵀ
+    mc: Vector  # (C, d) Σ D⊗x, D_c = Σ_{j of c} (min(π²/p, clip²·p) − 2π + p)
+    hc: Vector  # (C, d, d) Σ_c D_c·x·xᵀ
+
+    @classmethod
+    def empty(cls, categories: int, d: int) -> FeatureSums:
+        c = categories
+        return cls(
+            np.zeros((c, d)), np.zeros((c, d, c, d)), np.zeros((c, d)), np.zeros((c, d)),
+            np.zeros((c, d)), np.zeros((c, d, d)), np.zeros((c, d)), np.zeros((c, d, d)),
+        )  # fmt: skip
+
+    def grow(self, categories: int) -> None:
+        for name in ("u", "ub", "ur", "m", "mc", "h", "hc"):
+            setattr(self, name, _grow(getattr(self, name), (0,), categories))
+        self.uu = _grow(self.uu, (0, 2), categories)
+
+
+@dataclass
+class GroupSums:
+    """Sums over one group of a policy's decisions: those one policy decided, in one fold."""
+
+    n: int = 0
+    w: float = 0.0  # Σ w (clipped weights)
+    w2: float = 0.0  # Σ w²
+    raw: float = 0.0  # Σ π(a)/p(a), unclipped
+    cut: float = 0.0  # Σ (π(a)/p(a) − w): the weight the clip removed
+    clipped: int = 0  # decisions whose weight was clipped
+    max_weight: float = 0.0
+    unseen: float = 0.0  # Σ the policy's probability on candidates logged with p = 0
+    ratio: float = 0.0  # Σ Σ_j min(π²/p, clip²·p): E[w²], what the effective size expects
+    wr: float = 0.0  # Σ w·r
+    wr2: float = 0.0  # Σ (w·r)²
+    w2r: float = 0.0  # Σ w²·r
+    wrr: float = 0.0  # Σ w·r²
+    r: float = 0.0  # Σ r
+    r2: float = 0.0  # Σ r²
+    features: dict[str, FeatureSums] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One chunk's decisions where a policy's probabilities are known, with the per-decision
+    numbers its sums need."""
+
+    pi: Vector  # (m, K) the policy's probabilities
+    p: Vector  # (m, K) the logging policy's
+    codes: Ints  # (m, K) the candidates' categories
+    shown: Ints  # (m,) index of the shown candidate
+    r: Vector
+    raw: Vector  # π(a)/p(a)
+    w: Vector  # clipped
+    ratio: Vector  # (m, K) min(π²/p, clip²·p)
+    xs: dict[str, Vector]  # version → (m, d)
+    group: Ints  # (m,) decider code · FOLDS + fold
+
+
+class PolicySums:
+    """Everything a policy's estimates need from the log, by (decider, fold)."""
+
+    def __init__(self, clip: float) -> None:
+        self.clip = clip
+        self.categories = 0
+        self.versions = dict(VERSIONS)
+        self.groups: dict[tuple[str, int], GroupSums] = {}
+
+    @property
+    def n(self) -> int:
+        return sum(g.n for g in self.groups.values())
+
+    def grow(self, categories: int) -> None:
+        if categories > self.categories:
+            self.categories = categories
+            for group in self.groups.values():
+                for sums in group.features.values():
+                    sums.grow(categories)
+
+    def drop(self, version: str) -> None:
+        self.versions.pop(version, None)
+        for group in self.groups.values():
+            group.features.pop(version, None)
+
+    def add(
+        self,
+        traffic: Traffic,
+        probabilities: Vector,
+        codes: Ints,
+        folds: Ints,
+        xs: dict[str, Vector],
+    ) -> None:
+        """A chunk's decisions where `probabilities` (n, K) are known (rows without NaN)."""
+        rows = np.flatnonzero(~np.isnan(probabilities).any(axis=1))
+        if not len(rows):
+            return
+        pi, p = probabilities[rows], traffic.logging[rows]
+        shown = traffic.chosen[rows]
+        at = np.arange(len(rows))
+        raw = pi[at, shown] / p[at, shown]
+        ratio = np.divide(pi**2, p, out=np.zeros_like(pi), where=p > 0)
+        deciders = np.array(traffic.decider, dtype=object)[rows]
+        names = list(dict.fromkeys(deciders))
+        decider_code = np.array([names.index(d) for d in deciders]) if len(names) > 1 else 0
+        chunk = _Chunk(
+            pi, p, codes[rows], shown, traffic.reward[rows], raw, np.minimum(raw, self.clip),
+            np.minimum(ratio, self.clip**2 * p),
+            {v: xs[v][rows] for v in self.versions},
+            decider_code * FOLDS + folds[rows],
+        )  # fmt: skip
+        for code in np.unique(chunk.group):
+            decider, fold = names[int(code) // FOLDS], int(code) % FOLDS
+            group = self.groups.setdefault((decider, fold), self._empty_group())
+            self._add_group(group, chunk, chunk.group == code)
+
+    def _empty_group(self) -> GroupSums:
+        features = {v: FeatureSums.empty(self.categories, d) for v, d in self.versions.items()}
+        return GroupSums(features=features)
+
+    def _add_group(self, group: GroupSums, chunk: _Chunk, pick: np.ndarray) -> None:
+        pi, p, ratio = chunk.pi[pick], chunk.p[pick], chunk.ratio[pick]
+        raw, w, r = chunk.raw[pick], chunk.w[pick], chunk.r[pick]
+        wr = w * r
+        group.n += len(w)
+        group.w += float(w.sum())
+        group.w2 += float((w * w).sum())
+        group.raw += float(raw.sum())
+        group.cut += float((raw - w).sum())
+        group.clipped += int((raw > self.clip).sum())
+        group.max_weight = max(group.max_weight, float(raw.max()))
+        group.unseen += float((pi * (p <= 0)).sum())
+        group.ratio += float(ratio.sum())
+        group.wr += float(wr.sum())
+        group.wr2 += float((wr * wr).sum())
+        group.w2r += float((w * wr).sum())
+        group.wrr += float((wr * r).sum())
+        group.r += float(r.sum())
+        group.r2 += float((r * r).sum())
+        codes = chunk.codes[pick]
+        shown = codes[np.arange(len(w)), chunk.shown[pick]]
+        g = _by_category(pi, codes, self.categories)
+        g[np.arange(len(w)), shown] -= w
+        m = _by_category(ratio, codes, self.categories)
+        mc = _by_category(ratio - 2 * pi + p, codes, self.categories)
+        for version, sums in group.features.items():
+            x = chunk.xs[version][pick]
+            u = _outer(g, x)
+            flat = u.reshape(len(w), -1)
+            sums.u += u.sum(axis=0)
+            sums.uu += (flat.T @ flat).reshape(sums.uu.shape)
+            sums.ub += np.einsum("mcd,m->cd", u, wr)
+            sums.ur += np.einsum("mcd,m->cd", u, r)
+            mx, cx = _outer(m, x), _outer(mc, x)
+            sums.m += mx.sum(axis=0)
+            sums.h += np.einsum("mcd,me->cde", mx, x)
+            sums.mc += cx.sum(axis=0)
+            sums.hc += np.einsum("mcd,me->cde", cx, x)
