@@ -48,14 +48,16 @@ def test_promote_dry_run_then_apply_then_refuse(state: str, sqlite_uri: str) -> 
         store.close()
     common = ("--state-url", state, "--tracking-uri", sqlite_uri)
     # 1,260 served decisions cannot rule out a loss of 0.01 per decision: refused, asking
-    # for more shadow traffic
+    # for as much more shadow traffic as gives 80% power
     thin = tipbench("policy", "promote", "--challenger", "egreedy-v2", *common)
     assert thin.returncode == 3, thin.stderr
     lines = thin.stdout.splitlines()
     assert lines[0] == "REFUSE egreedy-v2 (live now: egreedy-v1)"
     assert lines[3].startswith("  [ ] not worse off-policy: DR egreedy-v2 ")  # replayed
     assert ": cannot rule out a loss of 0.01: about " in lines[3]
-    assert lines[3].endswith(" more shadow decisions expected")
+    assert lines[3].endswith(
+        " more shadow decisions to rule it out with 80% power (if the difference stays where it is)"
+    )
 
     common = (*common, "--off-policy-margin", "0.1")  # a loss of 0.1 is ruled out
     dry = tipbench("policy", "promote", "--challenger", "egreedy-v2", *common)

@@ -1,7 +1,8 @@
 """The policy gate (`tipbench policy promote`): a challenger replaces the live tip-serving
 policy only when the simulator finds it better (paired, by a margin, p < 0.05) and the served
-traffic rules out a loss of δ off-policy (unless the log has no usable traffic); the switch
-happens in the serving state and the decision is recorded in MLflow with its evidence.
+traffic rules out a loss of δ off-policy (no estimate, no pass: a log without one is "not
+enough traffic"); the switch happens in the serving state and the decision is recorded in
+MLflow with its evidence.
 
 Where the gate stands (the admin server's Policies page, the DAG's dry run): the serving
 roles and counts (`serving_summary`), the state's log evaluated off-policy (`evaluate_state`),
@@ -12,8 +13,10 @@ challenger would get now (`dry_runs`).
 from tipbench.policy_gate._gate import (
     DEFAULT_MARGIN_REWARD,
     OFF_POLICY_MARGIN_REWARD,
+    POWER,
     PromotionDecision,
     decide_promotion,
+    decisions_needed,
     more_decisions,
 )
 from tipbench.policy_gate._promote import (
@@ -37,10 +40,12 @@ __all__ = [
     "DEFAULT_MARGIN_REWARD",
     "KIND_PROMOTION",
     "OFF_POLICY_MARGIN_REWARD",
+    "POWER",
     "PromotionDecision",
     "PromotionResult",
     "RecordedSimulation",
     "decide_promotion",
+    "decisions_needed",
     "dry_runs",
     "evaluate_state",
     "latest_simulation",

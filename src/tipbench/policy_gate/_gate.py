@@ -12,12 +12,19 @@ A challenger replaces the live policy only if
    have a 95% interval whose lower bound lies above −δ (non-inferiority; Chow & Liu, *Design
    and Analysis of Clinical Trials*, ch. 3: a one-sided 2.5% test of "worse by δ or more").
    An interval that still holds −δ refuses and says about how many more shadow decisions
-   would settle it (the interval narrows as 1/√n); one wholly below −δ refuses as worse.
-   Only a log with no usable traffic leaves the simulator to decide alone, and the condition
-   says so: no rewarded decision at all, none with the challenger's probabilities (it never
-   scored as a shadow and cannot be replayed), none of the live policy's that it scored, or
-   its probability on tips the live policy never shows. Thin traffic (too few decisions, too
-   small an effective sample) refuses, asking for more.
+   would give an 80% chance of settling it (`decisions_needed`); one wholly below −δ refuses
+   as worse.
+
+Condition 3 passes only on an estimate: every log without one refuses as "not enough
+traffic", saying why (no rewarded decision, no decision with the challenger's probabilities
+or none that it can be replayed on, none of the live policy's that it scored, too few
+decisions, an effective sample too small: an ESS of 0 when the log never showed what it
+would), and, where more shadow traffic would give one, about how much. A log where the
+challenger puts probability on tips the live policy never shows refuses too ("no overlap"):
+no amount of that traffic tells what those tips earn. So less evidence never passes more
+easily than more: no traffic, or traffic that never showed the challenger's choices, used to
+leave the simulator to decide alone, and passed a challenger truly worse by 0.11 in 12% of
+logs of 100 decisions where a log with an effective sample of 9 refused.
 
 Without the margin ("not significantly worse": the interval's upper bound above 0) a
 noisier, lower-overlap challenger passed more easily than a well-measured one; with it, a
@@ -28,15 +35,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
-from tipbench.evaluate import Comparison, EvaluationReport, PolicyEvaluation
+from tipbench.evaluate import MIN_DECISIONS, Comparison, EvaluationReport, PolicyEvaluation
 from tipbench.simulate import SimulationReport, paired_dict, paired_interval
-from tipbench.stats import ALPHA, Condition, Z, all_passed, json_numbers
+from tipbench.stats import ALPHA, Condition, all_passed, json_numbers
 
 DEFAULT_MARGIN_REWARD = 0.005  # the simulator's: mean reward per decision (rewards lie in [0, 1])
 OFF_POLICY_MARGIN_REWARD = 0.01  # δ: the loss per decision the served traffic must rule out
 NOT_WORSE = "not worse off-policy"
+POWER = 0.8  # the chance the traffic advice aims at, of ruling out a loss of δ
 
 
 @dataclass(frozen=True)
@@ -78,30 +87,60 @@ def _simulator(
     )
 
 
+def decisions_needed(
+    sd: float, delta: float, difference: float = 0.0, power: float = POWER
+) -> float:
+    """Decisions for a `power` chance that the 95% interval's lower bound of a difference
+    lies above −δ, when the difference truly is `difference` and one decision's term has
+    standard deviation `sd`: n = ((z₀.₉₇₅ + z_power)·sd/(difference + δ))² (the one-sided
+    test at 2.5% of "worse by δ", Chow & Liu ch. 3). Infinite where difference ≤ −δ.
+
+    A challenger truly level with the live policy (difference 0) with sd ≈ 1 needs about
+    3,140 decisions at δ = 0.05 and 78,500 at δ = 0.01 for 80% power; (1.96·sd/δ)², the
+    figure once given, is the point where the gate passes only half the time.
+    """
+    if difference + delta <= 0:
+        return math.inf
+    z = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(power)
+    return (z * sd / (difference + delta)) ** 2
+
+
 def more_decisions(comparison: Comparison, delta: float) -> int | None:
-    """About how many more shared decisions would lift the lower bound above −δ if the
-    difference stayed where it is (its standard error shrinks as 1/√n); None if it lies at
-    −δ or below, where more traffic settles nothing unless the estimate itself rises."""
+    """About how many more shared decisions give an 80% chance (`POWER`) of lifting the lower
+    bound above −δ if the difference stays where it is (`decisions_needed` at its estimate
+    and spread); None if it lies at −δ or below, where more traffic settles nothing unless
+    the estimate itself rises."""
     d = comparison.difference
     if d is None or d.value <= -delta:
         return None
     n = comparison.decisions
-    needed = n * (Z * d.se / (d.value + delta)) ** 2
+    needed = decisions_needed(d.se * math.sqrt(n), delta, d.value)
     return max(1, math.ceil(needed - n))
 
 
-def _simulator_alone(why: str) -> Condition:
-    return Condition(NOT_WORSE, True, f"{why}: no usable traffic, the simulator decides alone")
+def _not_enough(why: str, delta: float, more: int | None = None, advice: str = "") -> Condition:
+    """No estimate to decide on: refuse, saying why and, where known, what would give one."""
+    figure = f"not enough traffic: {why}: cannot rule out a loss of {delta:g}"
+    if more is not None:
+        figure += f": about {more:,} more shadow decisions expected before an estimate"
+    elif advice:
+        figure += f": {advice}"
+    return Condition(NOT_WORSE, False, figure)
 
 
-def _thin(found: PolicyEvaluation, delta: float) -> Condition:
-    """The challenger has traffic, but too little for an estimate: refuse, asking for more."""
-    more = found.more_needed or 0
-    return Condition(
-        NOT_WORSE,
-        False,
-        f"{found.status} in the log ({found.reason}): cannot rule out a loss of {delta:g}: "
-        f"about {more:,} more shadow decisions expected",
+def _without_estimate(challenger: str, found: PolicyEvaluation, delta: float) -> Condition:
+    if found.status == "no overlap":
+        return Condition(
+            NOT_WORSE,
+            False,
+            f"no overlap in the log ({found.reason}): cannot rule out a loss of {delta:g}: "
+            "more of this traffic would not tell what those tips earn",
+        )
+    return _not_enough(
+        f"{found.status} in the log ({found.reason})",
+        delta,
+        found.more_needed,
+        f"run {challenger} as a shadow to log its probabilities",
     )
 
 
@@ -109,14 +148,12 @@ def _off_policy(
     challenger: str, live: str, evaluation: EvaluationReport | None, delta: float
 ) -> Condition:
     if evaluation is None or evaluation.rewarded == 0:
-        return _simulator_alone("the decision log holds no rewarded decision")
+        return _not_enough("the decision log holds no rewarded decision", delta, MIN_DECISIONS)
     found = next((p for p in evaluation.policies if p.policy == challenger), None)
     if found is None:
-        return _simulator_alone(f"{challenger} was not evaluated on the log")
+        return _not_enough(f"{challenger} was not evaluated on the log", delta)
     if found.status != "estimated":
-        if found.decisions == 0 or found.more_needed is None:
-            return _simulator_alone(f"{found.status} in the log ({found.reason})")
-        return _thin(found, delta)
+        return _without_estimate(challenger, found, delta)
     estimate = found.estimates["dr"]
     comparison = evaluation.comparison(challenger)
     observed = evaluation.observed_value(live)
@@ -125,15 +162,16 @@ def _off_policy(
         if observed
         else f"no decision of {live} in the log"
     )
-    head = (
-        f"DR {challenger} {estimate.text()} vs {seen}"
-    )
+    head = f"DR {challenger} {estimate.text()} vs {seen}"
     if comparison is None or comparison.difference is None:
-        return _simulator_alone(f"{head}; no decision of {live} it scored")
+        return _not_enough(
+            f"{head}; fewer than 2 decisions of {live} carry its probabilities",
+            delta,
+            advice=f"run {challenger} as a shadow of {live}",
+        )
     d = comparison.difference
     figure = (
-        f"{head}; paired difference {d.text(signed=True)} "
-        f"over {comparison.decisions:,} decisions"
+        f"{head}; paired difference {d.text(signed=True)} over {comparison.decisions:,} decisions"
     )
     if d.low > -delta:
         return Condition(
@@ -143,7 +181,8 @@ def _off_policy(
         return Condition(NOT_WORSE, False, f"{figure}: worse than {live} by more than {delta:g}")
     more = more_decisions(comparison, delta)
     expected = (
-        f"about {more:,} more shadow decisions expected"
+        f"about {more:,} more shadow decisions to rule it out with {POWER:.0%} power (if "
+        "the difference stays where it is)"
         if more is not None
         else "the estimate itself is a loss of that much: more traffic settles it only if "
         "the estimate rises"
@@ -188,4 +227,3 @@ def decide_promotion(
     if evaluation is not None:
         evidence["evaluation"] = evaluation.to_dict()
     return PromotionDecision(challenger, live, conditions, json_numbers(evidence))
-

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tipbench._errors import ConfigError, TrackingError
 from tipbench._redact import redact_uri
-from tipbench.evaluate import EvaluationReport, evaluate, log_evaluation, traffic_from_rows
+from tipbench.evaluate import EvaluationReport, evaluate, log_evaluation, traffic_chunks
 from tipbench.policies import PolicyConfig, policy_spec
 from tipbench.policy_gate._gate import (
     DEFAULT_MARGIN_REWARD,
@@ -92,13 +92,14 @@ def promote_policy(
         settings = {**serving.policies, **(settings or {})}
         evaluation: EvaluationReport | None = None
         simulation: Simulation | None = None
-        if challenger != live:
-            traffic = traffic_from_rows(decision_rows(store))  # a bad log refuses first
+        if challenger != live:  # the log first: a bad one refuses before the simulation
+            evaluation = evaluate(
+                traffic_chunks(decision_rows(store)), [challenger], live=live, settings=settings
+            )
             config = (study or SimulationConfig()).model_copy(
                 update={"policies": (live, challenger), "live": live}
             )
             simulation = simulate(config, settings)
-            evaluation = evaluate(traffic, [challenger], live=live, settings=settings)
             decision = decide_promotion(
                 challenger,
                 live,

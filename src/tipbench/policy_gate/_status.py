@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tipbench._errors import TrackingError
-from tipbench.evaluate import EvaluationReport, evaluate, traffic_from_rows
+from tipbench.evaluate import EvaluationReport, evaluate, traffic_chunks
 from tipbench.policies import FEATURE_NAMES, POLICIES
 from tipbench.policy_gate._gate import (
     DEFAULT_MARGIN_REWARD,
@@ -58,10 +58,11 @@ def evaluate_state(store: StateStore, challengers: Sequence[str] = ()) -> Evalua
     """The off-policy evaluation of the state's log (live: the state's): every policy it has
     probabilities of but the live one, and the `challengers` (replayed if it has none)."""
     serving = serving_config(store)
-    traffic = traffic_from_rows(decision_rows(store))
-    names = [p for p in (*traffic.policies, *challengers) if p != serving.live]
     return evaluate(
-        traffic, list(dict.fromkeys(names)), live=serving.live, settings=serving.policies
+        traffic_chunks(decision_rows(store)),
+        also=[p for p in dict.fromkeys(challengers) if p != serving.live],
+        live=serving.live,
+        settings=serving.policies,
     )
 
 
