@@ -1,8 +1,9 @@
-"""Issue 34, item 4: the pages at 1280 px and on a phone (390×844, a touch screen), in a
-real browser (Debian's Chromium through Playwright) against `tipbench serve` on loopback
-with a real MLflow store. What is checked is where things are on screen: bounding boxes
-within the viewport or the scrolling box, the order of elements, what is visible.
-Screenshots at both widths go to test-artifacts/pages/issue34-*.png.
+"""Issue 34, item 4, and issue 47, items 2 and 3: the pages at 1280 px and on a phone
+(390×844, a touch screen), in a real browser (Debian's Chromium through Playwright) against
+`tipbench serve` on loopback with a real MLflow store. What is checked is where things are
+on screen: bounding boxes within the viewport or the scrolling box, the order of elements,
+what is visible, where a name goes on a new line. Screenshots at both widths go to
+test-artifacts/pages/issue34-*.png and issue47-*.png.
 """
 
 from __future__ import annotations
@@ -80,9 +81,46 @@ def open_page(browser: Browser, server: TipbenchServer, size: dict[str, int], pa
     return page
 
 
-def shot(page: Page, name: str) -> None:
+def shot(page: Page, name: str, issue: int = 34, part: Locator | None = None) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=SHOTS / f"issue34-{name}.png", full_page=True)
+    path = SHOTS / f"issue{issue}-{name}.png"
+    if part is None:
+        page.screenshot(path=path, full_page=True)
+    else:
+        part.screenshot(path=path)
+
+
+#: The character before each place an element's text goes on to a new line (spaces aside:
+#: a line may always end between words).
+LINE_ENDS = """element => {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    const seen = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (let i = 0; i < node.length; i++) {
+            if (!node.data[i].trim()) continue;
+            const range = document.createRange();
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            seen.push([node.data[i], range.getBoundingClientRect().top]);
+        }
+    }
+    return seen.filter((c, i) => i + 1 < seen.length && seen[i + 1][1] > c[1] + 2).map(c => c[0]);
+}"""
+
+
+def line_ends(part: Locator) -> list[str]:
+    ends: list[str] = part.evaluate(LINE_ENDS)
+    return ends
+
+
+def uncovered(part: Locator) -> bool:
+    """Nothing lies over the middle of the part's right edge (a fixed column, say)."""
+    covered: bool = part.evaluate(
+        """e => { const r = e.getBoundingClientRect();
+                  const top = document.elementFromPoint(r.right - 2, r.top + r.height / 2);
+                  return top !== null && (e === top || e.contains(top)); }"""
+    )
+    return covered
 
 
 def box(part: Locator) -> dict[str, float]:
@@ -101,7 +139,7 @@ def combined_experiment(store: TrackingStore, experiment: str) -> None:
     cell in the judging order: the combined tier has a table with every column."""
     cells = []
     for model in MODELS:
-        for prompt, level in (("v1", 4), ("v2-mentor", 2)):
+        for prompt, level in (("v1", 4), ("v3-few-shot", 2)):
             for s in range(1, 7):
                 scores = {c: Scores(level, level, 3 + s % 2, 1, 0) for c in ("c1", "c2")}
                 cells.append(JudgedCell(model, prompt, f"s{s}", human=None, auto=scores))
@@ -116,11 +154,16 @@ def combined_experiment(store: TrackingStore, experiment: str) -> None:
 
 
 @pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280", "390"])
-def test_the_combined_table_scrolls_with_its_standing_in_view(
+def test_every_leaderboard_shows_its_composite_and_standing_without_scrolling(
     browser: Browser, server: TipbenchServer, experiment: str, size: dict[str, int]
 ) -> None:
-    """At 1280×800 the combined tier's table read "standi": now it scrolls in its box and
-    its standing column stays whole at the box's right edge, at 1280 and on a phone."""
+    """Issue 47, items 2 and 3: at 390 px the leaderboard showed only #, model, prompt and
+    the standing (a column fixed at the right edge, over the prompt: "v3-few-sh"); the
+    composite and every figure were a sideways scroll away, the chart ran off the screen,
+    and model names broke mid-word ("llamacpp:smoll / m2-135m"). Now each row's rank,
+    names, composite and standing come first, in view without scrolling, nothing lies over
+    a name, names go on to a new line only after a `:` or a `-`, the other figures scroll
+    in the table's box, and the chart is drawn for the width it has."""
     store = TrackingStore(server.tracking_uri)  # type: ignore[attr-defined]
     if store.client.get_experiment_by_name(experiment) is None:
         combined_experiment(store, experiment)
@@ -128,42 +171,79 @@ def test_the_combined_table_scrolls_with_its_standing_in_view(
     page.get_by_role("row", name=experiment).get_by_role("button", name="Leaderboard").click()
     combined = page.get_by_role("region", name="Combined (human + automatic) leaderboard")
     expect(combined.locator("tbody tr")).to_have_count(4)
-    scroller = combined.locator(".table-scroll")
-    frame = box(scroller)
     width = size["width"]
-    cells = [combined.locator("thead th").last, *combined.locator("tbody td:last-child").all()]
-    for cell in cells:
-        cell.scroll_into_view_if_needed()
-        edge = box(cell)
-        assert (
-            frame["x"] - 0.5 <= edge["x"]
-            and edge["x"] + edge["width"] <= frame["x"] + frame["width"] + 0.5
-        )
-        assert edge["x"] + edge["width"] <= width
-        assert cell.evaluate("e => e.scrollWidth <= e.clientWidth"), cell.inner_text()
-    expect(cells[0]).to_have_text("standing")
-    standings = [c.inner_text() for c in cells[1:]]
-    assert set(standings) <= set(STANDING_LABELS), standings
-    # each mean says its scale under its heading
-    expect(combined.locator("thead th", has_text="composite")).to_contain_text("2–17")
-    expect(combined.locator("thead th", has_text="relev.")).to_contain_text("1–5")
-    expect(combined.locator("thead th", has_text="overlong")).to_contain_text("share 0–1")
-    if size is WIDE:  # the chart's labels start inside it (long ones lose their middle)
-        chart = combined.get_by_role("img", name=re.compile("Mean composite"))
-        left = box(chart)["x"]
-        labels = chart.locator("text").all()
-        assert all(box(label)["x"] >= left - 0.5 for label in labels)
-        shown = [label.evaluate("e => e.firstChild.nodeValue") for label in labels]
-        cut = [text for text in shown if "…" in text]  # the middle goes, the prompt stays
-        assert cut and all("v2-mentor" in t or "· v1" in t for t in cut), shown
+    tiers = page.locator("section.tier").all()
+    assert len(tiers) == 3
+    for tier in tiers:
+        scroller = tier.locator(".table-scroll")
+        scroller.evaluate("e => { e.scrollLeft = 0; }")
+        frame = box(scroller)
+        right = min(frame["x"] + frame["width"], width) + 0.5
+        heads = [th.inner_text().split("\n")[0] for th in tier.locator("thead th.key").all()]
+        assert heads == ["#", "model", "prompt", "composite", "standing"], heads
+        rows = tier.locator("tbody tr").all()
+        assert rows
+        for row in rows:
+            # down the page to the row: the table's box stays scrolled to its left
+            row.evaluate("e => window.scrollBy(0, e.getBoundingClientRect().top - 200)")
+            for cell in row.locator("td.key").all():  # rank, names, composite, standing
+                edge = box(cell)
+                assert frame["x"] - 0.5 <= edge["x"] and edge["x"] + edge["width"] <= right, (
+                    cell.inner_text(),
+                    edge,
+                    frame,
+                )
+                assert cell.evaluate("e => e.scrollWidth <= e.clientWidth"), cell.inner_text()
+                assert uncovered(cell), cell.inner_text()
+            for name in row.locator("td.name").all():
+                assert set(line_ends(name)) <= {":", "-"}, (name.inner_text(), line_ends(name))
+            standing = row.locator("td.standing").inner_text().replace("\n", " ")
+            assert standing in STANDING_LABELS, standing
+        assert "v3-few-shot" in tier.locator("tbody").inner_text()  # whole, not "v3-few-sh"
+        chart = tier.get_by_role("img", name=re.compile("Mean composite"))
+        drawn = box(chart)
+        assert drawn["x"] >= frame["x"] - 0.5 and drawn["x"] + drawn["width"] <= right
+        assert tier.locator("figure.chart").evaluate("e => e.scrollWidth <= e.clientWidth")
+        for text in chart.locator("text").all():  # labels, ticks and the axis's title
+            edge = box(text)
+            assert drawn["x"] - 0.5 <= edge["x"] <= edge["x"] + edge["width"] <= right, (
+                text.text_content()
+            )
+        shown = [t.evaluate("e => e.firstChild.nodeValue") for t in chart.locator("text").all()]
+        cut = [text for text in shown if text and "…" in text]  # the middle goes, the prompt stays
+        assert all("v3-few-shot" in t or "· v1" in t for t in cut), shown
     no_page_overflow(page)
-    # scrolled to its far left, the standing is still there, whole
-    scroller.evaluate("e => { e.scrollLeft = 0; }")
-    edge = box(cells[0])
-    assert edge["x"] + edge["width"] <= frame["x"] + frame["width"] + 0.5
     combined.scroll_into_view_if_needed()
-    shot(page, f"bench-combined-{width}")
+    shot(page, f"leaderboard-combined-{width}", 47, combined)
+    shot(page, f"leaderboard-{width}", 47)
     page.context.close()
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280", "390"])
+def test_identifiers_go_on_to_a_new_line_only_after_a_colon_or_a_hyphen(
+    browser: Browser, server: TipbenchServer, size: dict[str, int]
+) -> None:
+    """Issue 47, item 3: the Policies page's hint broke `tip-policy-` inside itself, and
+    names broke mid-word wherever they met an edge. Every identifier of the pages (model
+    specs, experiments, prompt versions) now wraps only after a `:` or a `-`, and the
+    prefixes a name must start with (`tip-policy-`, `tip-bench-`) stay on one line."""
+    experiment = "tip-bench-a-rather-long-experiment-name-for-a-phone"
+    record_cells(server.tracking_uri, experiment, n_scenarios=1)  # type: ignore[attr-defined]
+    for path in ("/", "/policies", f"/judge/{experiment}", "/judge/tip-bench-not-collected"):
+        page = open_page(browser, server, size, path)
+        page.wait_for_load_state("networkidle")
+        idents = page.locator(".ident:visible").all()
+        prefixes = page.locator("code.whole:visible").all()
+        assert idents or prefixes, path
+        for ident in idents:
+            ends = line_ends(ident)
+            assert set(ends) <= {":", "-"}, (path, ident.inner_text(), ends)
+        for prefix in prefixes:
+            assert not line_ends(prefix), (path, prefix.inner_text())
+        if path == "/policies":
+            expect(page.locator("#simulate-experiment-hint code")).to_have_text("tip-policy-")
+        no_page_overflow(page)
+        page.context.close()
 
 
 def test_a_board_the_reader_opened_stays_when_the_first_loads_answer_comes_late(

@@ -20,7 +20,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request, status
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 
+from tipbench._errors import TrackingError
 from tipbench._tokens import token_matches
 from tipbench.admin._api_judging import JUDGE_NAME_MAX
 from tipbench.admin._auth import (
@@ -33,14 +35,26 @@ from tipbench.admin._auth import (
     require_admin,
     start_session,
 )
-from tipbench.admin._deps import ExperimentName, Settings
+from tipbench.admin._deps import ExperimentName, Settings, Store
 from tipbench.collect import CollectConfig
 from tipbench.compare import DEFAULT_MIN_SCENARIOS, LEGEND
+from tipbench.pipeline import never_promotes
 from tipbench.suite import CRITERIA, FLAGS, levels, levels_text, load_suite
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
+
+
+def ident(text: str) -> Markup:
+    """An identifier (a model spec, an experiment name) that may wrap after a `:` or a `-`,
+    never inside a word: each part on its line, a <wbr> after it (`tipbench.ident` in
+    static/api.js builds the same for the scripts' identifiers)."""
+    parts = (Markup("<span>{}</span>").format(part) for part in re.split(r"(?<=[:-])", text))
+    return Markup('<span class="ident">{}</span>').format(Markup("<wbr>").join(parts))
+
+
+templates.env.filters["ident"] = ident
 
 LOGIN_PATH = "/login"  # served without auth, with the icon: what a browser needs before login
 FAVICON_PATH = "/favicon.ico"
@@ -185,6 +199,16 @@ def _bundled_scenarios() -> int:
     return len(load_suite().scenarios)
 
 
+@functools.cache
+def _never_promotes() -> dict[int, str]:
+    """What `tipbench run` warns for each number of scenarios the form may ask for (0: all)
+    whose grid can never promote a prompt: the form says the same beside its size."""
+    warnings = {
+        n: never_promotes(CollectConfig(n_scenarios=n)) for n in range(_bundled_scenarios() + 1)
+    }
+    return {n: warning for n, warning in warnings.items() if warning is not None}
+
+
 @protected.get("/")
 def bench_panel(request: Request) -> Response:
     """Experiments, the run form, job progress and the leaderboard."""
@@ -202,16 +226,24 @@ def bench_panel(request: Request) -> Response:
     context = {
         "run_defaults": run_defaults,
         "all_scenarios": _bundled_scenarios(),
+        "never_promotes": _never_promotes(),
         "legend": LEGEND,
     }
     return _page(request, "bench.html", context)
 
 
 @protected.get("/judge/{experiment}")
-def judging_page(request: Request, experiment: ExperimentName) -> Response:
-    """Pending candidates of `experiment`, one at a time, scored from the keyboard."""
+def judging_page(request: Request, experiment: ExperimentName, store: Store) -> Response:
+    """Pending candidates of `experiment`, one at a time, scored from the keyboard; an
+    experiment not collected yet is an empty state that says what to do, asking the API
+    nothing (a store that cannot be read is the API's to report)."""
+    try:
+        exists = store.find_experiment(experiment) is not None
+    except TrackingError:
+        exists = True
     context = {
         "experiment": experiment,
+        "exists": exists,
         "criteria": CRITERIA,
         "flags": FLAGS,
         "levels": levels,  # the rubric's scores per criterion: the buttons and their keys

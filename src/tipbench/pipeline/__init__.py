@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         Ranking,
         default_export_path,
         judge_grid,
+        never_promotes,
         rank,
         run_pipeline,
     )
@@ -37,13 +38,22 @@ __all__ = [
     "default_export_path",
     "export_in_order",
     "judge_grid",
+    "never_promotes",
     "rank",
     "run_pipeline",
     "scores_written",
 ]
 
 _RUN_NAMES = frozenset(
-    {"PipelineResult", "Ranking", "default_export_path", "judge_grid", "rank", "run_pipeline"}
+    {
+        "PipelineResult",
+        "Ranking",
+        "default_export_path",
+        "judge_grid",
+        "never_promotes",
+        "rank",
+        "run_pipeline",
+    }
 )
 
 

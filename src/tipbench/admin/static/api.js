@@ -54,6 +54,20 @@ const tipbench = (() => {
     return node;
   }
 
+  // An identifier (a model spec, a prompt version, an experiment): it may wrap after a `:`
+  // or a `-`, never inside a word ("llamacpp:smoll / m2-135m" read as two names). Each part
+  // keeps its line; a <wbr> after it is where a line may end. `_pages.ident` does the same
+  // for the templates.
+  function ident(text, attrs) {
+    const parts = String(text).split(/(?<=[:-])/);
+    const node = el("span", { ...attrs, class: `ident${attrs && attrs.class ? ` ${attrs.class}` : ""}` });
+    parts.forEach((part, i) => {
+      if (i) node.append(document.createElement("wbr"));
+      node.append(el("span", {}, part));
+    });
+    return node;
+  }
+
   function show(node, message) {
     node.textContent = message || "";
     node.hidden = !message;
@@ -61,6 +75,7 @@ const tipbench = (() => {
 
   return {
     el,
+    ident,
     show,
     get: (path) => request("GET", path),
     post: (path, body) => request("POST", path, body),

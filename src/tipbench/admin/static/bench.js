@@ -4,12 +4,14 @@
 "use strict";
 
 (() => {
-  const { el, show } = tipbench;
+  const { el, ident, show } = tipbench;
   const $ = (id) => document.getElementById(id);
   const ACTIVE = new Set(["queued", "running"]);
   const POLL_MS = 1000;
   const board = $("leaderboard");
   const exp = (name) => encodeURIComponent(name);
+
+  const sentence = (text) => (text ? `${text.charAt(0).toUpperCase()}${text.slice(1)}.` : "");
 
   const when = (ms) =>
     ms ? new Date(ms).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "–";
@@ -25,7 +27,7 @@
       "tr",
       {},
       // On a phone the "Last update" column folds under the name.
-      el("td", { class: "name" }, el("strong", {}, e.name), el("span", { class: "when-inline" }, updated)),
+      el("td", { class: "name" }, el("strong", {}, ident(e.name)), el("span", { class: "when-inline" }, updated)),
       el("td", { class: "when" }, updated),
       el(
         "td",
@@ -42,7 +44,7 @@
     return el(
       "tr",
       { class: "starting" },
-      el("td", { class: "name" }, el("strong", {}, job.experiment), el("span", { class: "when-inline" }, `run ${state}…`)),
+      el("td", { class: "name" }, el("strong", {}, ident(job.experiment)), el("span", { class: "when-inline" }, `run ${state}…`)),
       el("td", { class: "when" }, `run ${state}…`),
       el("td", { class: "controls muted" }, ""),
     );
@@ -69,6 +71,12 @@
         : [el("tr", {}, el("td", { colspan: 3, class: "muted" }, "No experiments yet: start a run."))]),
     );
     const picker = $("leaderboard-experiment");
+    picker.parentElement.hidden = !names.length;
+    if (!names.length) {  // a fresh install: an empty state that says what to do
+      $("leaderboard-tiers").replaceChildren(
+        el("p", { class: "muted" }, "No leaderboard yet: start a run above, and its leaderboard shows here."),
+      );
+    }
     const shown = picker.value;
     const current = select || shown || names[0];
     picker.replaceChildren(...names.map((name) => el("option", { value: name }, name)));
@@ -110,8 +118,24 @@
     const figures = JSON.stringify(views);
     if (figures === shownFigures) return;
     shownFigures = figures;
-    $("leaderboard-tiers").replaceChildren(...Object.values(views).map((view) => renderTier(view)));
+    shownViews = Object.values(views);
+    $("leaderboard-tiers").replaceChildren(...shownViews.map((view) => renderTier(view)));
   }
+
+  // The charts are drawn for the room they have: when it changes (a phone turned, a window
+  // resized), they are drawn again, and nothing else.
+  let shownViews = [];
+  const chartRoom = () => $("leaderboard-tiers").clientWidth;
+  let drawnRoom = 0;
+  new ResizeObserver(() => {
+    const room = chartRoom();
+    if (Math.abs(room - drawnRoom) < 8) return;
+    drawnRoom = room;
+    for (const view of shownViews) {
+      const figure = board.querySelector(`section.tier[data-tier="${view.tier}"] figure.chart`);
+      if (figure) figure.replaceWith(renderChart(view, room));
+    }
+  }).observe($("leaderboard-tiers"));
 
   function renderTier(view) {
     const section = el(
@@ -127,7 +151,7 @@
           view.tier === "human"
             ? ["No runs judged by a human yet: ", el("a", { href: `/judge/${exp(view.experiment)}` }, "judge them"), "."]
             : view.judging // the combined tier: how the human judging stands
-              ? `${view.judging.charAt(0).toUpperCase()}${view.judging.slice(1)}.`
+              ? sentence(view.judging)
               : "No runs judged by the automatic judge yet.",
         ),
       );
@@ -135,7 +159,7 @@
     }
     section.append(
       el("div", { class: "table-scroll" }, renderTable(view)),
-      renderChart(view),
+      renderChart(view, (drawnRoom = chartRoom())),
       el("p", { class: "hint" }, view.notes.join(" ")),
     );
     // The automatic tier's judge calibration: whether its scores are evidence at all.
@@ -147,23 +171,45 @@
     return section;
   }
 
+  // The columns in the order the page shows them: what tells a row (rank, model, prompt),
+  // its composite and its standing first, so that a phone shows them without scrolling
+  // sideways; the other figures after them, in the server's order, and they may scroll.
+  function shownOrder(columns) {
+    const last = columns.length - 1; // the standing
+    const composite = columns.findIndex((c) => c.strong);
+    const names = columns.map((c, i) => i).filter((i) => i < composite && i !== last);
+    const first = [...names, composite, last];
+    return [...first, ...columns.map((c, i) => i).filter((i) => !first.includes(i))];
+  }
+
   function renderTable(view) {
+    const order = shownOrder(view.columns);
+    const standingAt = view.columns.length - 1;
+    const key = new Set(order.slice(0, order.indexOf(standingAt) + 1));
+    const classes = (column, i) =>
+      [i === standingAt ? "standing" : column.numeric ? "num" : "name", key.has(i) ? "key" : ""].join(" ").trim();
     const head = el(
       "tr",
       {},
       // each mean says what it runs over (composite 2–17, criteria 1–5, flags as shares)
-      view.columns.map((c) =>
-        el("th", { scope: "col", class: c.numeric ? "num" : null }, c.heading, c.scale ? el("span", { class: "scale" }, c.scale) : null),
-      ),
+      order.map((i) => {
+        const c = view.columns[i];
+        return el("th", { scope: "col", class: classes(c, i) }, c.heading, c.scale ? el("span", { class: "scale" }, c.scale) : null);
+      }),
     );
     const rows = view.rows.map((row) =>
       el(
         "tr",
         { "data-standing": row.standing },  // the leaderboard's class of the row, as given
-        row.cells.map((text, i) => {
+        order.map((i) => {
           const column = view.columns[i];
-          const content = column.strong ? el("strong", {}, text) : withInterval(text);
-          return el("td", { class: column.numeric ? "num" : "name" }, content);
+          const text = row.cells[i];
+          const content = column.strong
+            ? el("strong", {}, text)
+            : column.numeric || i === standingAt
+              ? withInterval(text)
+              : ident(text); // a model spec or a prompt version: wraps at `:` and `-` only
+          return el("td", { class: classes(column, i) }, content);
         }),
       ),
     );
@@ -187,26 +233,65 @@
     return node;
   }
 
-  const CHAR_WIDTH = 7.2;  // about one character of the chart's 13 px labels
-  function shortened(text, room) {
-    if (text.length <= room) return text;
-    const head = Math.ceil((room - 1) / 2);
-    return `${text.slice(0, head)}…${text.slice(text.length - (room - 1 - head))}`;
+  const NARROW_CHART = 600;  // narrower than this, each bar's label goes above it
+  const pen = document.createElement("canvas").getContext("2d");
+  // How wide `text` is drawn in the chart's font at `size` px.
+  function textWidth(text, size) {
+    pen.font = `${size}px system-ui, sans-serif`;
+    return pen.measureText(text).width;
+  }
+  // `text`, or as much of its start and end as fits `room` px with "…" for its middle.
+  function shortened(text, room, size = 13) {
+    if (textWidth(text, size) <= room) return text;
+    for (let keep = text.length - 1; keep > 1; keep--) {
+      const head = Math.ceil(keep / 2);
+      const cut = `${text.slice(0, head)}…${text.slice(text.length - (keep - head))}`;
+      if (textWidth(cut, size) <= room) return cut;
+    }
+    return "…";
   }
 
-  function renderChart(view) {
+  // `text` in lines at most `room` px wide at `size` px, broken between words.
+  function wrapped(text, room, size) {
+    const lines = [];
+    for (const word of text.split(" ")) {
+      const last = lines.length - 1;
+      if (last >= 0 && textWidth(`${lines[last]} ${word}`, size) <= room) lines[last] += ` ${word}`;
+      else lines.push(word);
+    }
+    return lines;
+  }
+
+  // The chart is drawn for the width it has, so that its text keeps its size: on a wide
+  // screen the labels stand left of the bars, on a phone each label is above its bar.
+  function chartLayout(bars, room) {
+    const width = Math.round(Math.min(Math.max(room, 280), 900));
+    if (width < NARROW_CHART) {
+      return {
+        width, narrow: true, rowHeight: 44, plotLeft: 4, plotRight: width - 48,
+        labelRoom: width - 8,
+      };
+    }
+    const labelWidth = Math.min(360, Math.max(140, ...bars.map((b) => textWidth(b.label, 13) + 4)));
+    return {
+      width, narrow: false, rowHeight: 30, plotLeft: labelWidth + 12, plotRight: width - 56, labelWidth,
+      labelRoom: labelWidth - 4,
+    };
+  }
+
+  function renderChart(view, room) {
     const bars = view.rows.map((row) => row.bar);
     const { title, axis, low, high } = view.chart;
-    const labelWidth = Math.min(360, Math.max(140, CHAR_WIDTH * Math.max(...bars.map((b) => b.label.length))));
-    const width = 900;
-    const rowHeight = 30;
+    const layout = chartLayout(bars, room);
+    const { width, rowHeight, plotLeft, plotRight } = layout;
     const top = 8;
-    const plotLeft = labelWidth + 12;
-    const plotRight = width - 56;
-    const height = top + bars.length * rowHeight + 40;
+    // The axis's title on as many lines as the width needs.
+    const axisLines = wrapped(axis, width - 8, 12);
+    const height = top + bars.length * rowHeight + 26 + 14 * axisLines.length;
     const x = (v) => plotLeft + ((Math.min(Math.max(v, low), high) - low) / (high - low)) * (plotRight - plotLeft);
     const chart = svg("svg", {
       viewBox: `0 0 ${width} ${height}`,
+      width,
       role: "img",
       "aria-label": title,
       class: "leaderboard-chart",
@@ -226,18 +311,23 @@
       svg("line", { x1: plotLeft, x2: plotLeft, y1: top, y2: axisY, stroke: "#8c959f" }),
       svg(
         "text",
-        { x: (plotLeft + plotRight) / 2, y: axisY + 34, "text-anchor": "middle", fill: "#636c76", "font-size": "12" },
-        axis,
+        { y: axisY + 34, "text-anchor": "middle", fill: "#636c76", "font-size": "12" },
+        ...axisLines.map((line, i) =>
+          svg("tspan", { x: layout.narrow ? width / 2 : (plotLeft + plotRight) / 2, dy: i ? 14 : 0 }, line),
+        ),
       ),
     );
     bars.forEach((bar, i) => {
-      const mid = top + i * rowHeight + rowHeight / 2;
+      const mid = top + i * rowHeight + (layout.narrow ? 30 : rowHeight / 2);
       // A label too long for its room loses its middle (rank and model start, prompt end
-      // stay), never its start off the chart's left edge; the whole label is its tooltip.
+      // stay), never its start off the chart's edge; the whole label is its tooltip.
+      const place = layout.narrow
+        ? { x: plotLeft, y: mid - 13, "text-anchor": "start" }
+        : { x: layout.labelWidth, y: mid + 4, "text-anchor": "end" };
       const label = svg(
         "text",
-        { x: labelWidth, y: mid + 4, "text-anchor": "end", fill: bar.muted ? "#8c959f" : "#1f2328" },
-        shortened(bar.label, Math.floor(labelWidth / CHAR_WIDTH)),
+        { ...place, fill: bar.muted ? "#8c959f" : "#1f2328" },
+        shortened(bar.label, layout.labelRoom),
         svg("title", {}, bar.label),
       );
       chart.append(label);
@@ -312,11 +402,18 @@
     }
   });
 
-  // How many cells the form's grid has, said beside "Start run".
+  // What `tipbench run` warns for a grid of so many scenarios that it can never promote a
+  // prompt (the server's words, by number of scenarios asked; 0: all).
+  const neverPromotes = JSON.parse(form.dataset.neverPromotes);
+  const all = Number(form.dataset.allScenarios);
+  const promotionWarning = (asked) => neverPromotes[String(Math.min(Math.max(asked, 0), all))] || "";
+
+  // How many cells the form's grid has, said beside "Start run", with the CLI's warning
+  // when it is too small to ever promote.
   function gridSize() {
     const count = (name) => String(form.elements[name].value).split(",").filter((v) => v.trim()).length;
-    const all = Number(form.dataset.allScenarios);
     const asked = Number(form.elements.n_scenarios.value);
+    show($("run-warning"), sentence(promotionWarning(asked)));
     const scenarios = asked > 0 ? Math.min(asked, all) : all;
     const [models, prompts] = [count("models"), count("prompts")];
     const cells = models * prompts * scenarios;
@@ -337,34 +434,48 @@
     cancelling: "cancelling (Airflow is stopping its tasks)",
   };
 
+  // The phases from which on the automatic judge has counted candidates (a local job's,
+  // then the Airflow DAG's tasks): before them the card has no candidates to count.
+  const JUDGED_FROM = new Set(["judge", "export", "compare", "report", "judge_auto", "export_for_judge"]);
+
+  // The card counts what the job's phases have done so far, the current one last: cells
+  // (an optimization's evaluations; on Airflow, its mapped collect tasks) from the start,
+  // candidates once the automatic judge runs. A count with nothing to count ("0 of 0": a
+  // simulation's cells, the judge of a run still collecting) is not shown.
   function renderJob(job) {
     $("job").hidden = false;
     const state = $("job-state");
     state.textContent = job.state;
     state.className = `job-state ${job.state}`;
     $("job-id").textContent = job.job_id;
-    $("job-experiment").textContent = job.experiment || "–";
+    $("job-experiment").replaceChildren(job.experiment ? ident(job.experiment) : "–");
     const phase = job.phase ? PHASES[job.phase] || job.phase : "–";
     $("job-phase").textContent = job.state === "succeeded" ? "done" : phase;
     const finished = job.state === "succeeded";
     const airflow = $("job-airflow");
     airflow.hidden = !job.airflow_url;
+    let steps = [job.cells_done, job.cells_total, job.phase === "optimize" ? "evaluations" : "cells"];
     if (job.airflow_url) {  // on Airflow: progress is its mapped collect tasks, one per model
       $("job-airflow-link").href = job.airflow_url;
       $("job-airflow-link").textContent = job.dag_run_id;
-      meter($("job-cells-progress"), $("job-cells"), job.models_done, job.models_total, "models collected", finished);
-    } else {
-      meter($("job-cells-progress"), $("job-cells"), job.cells_done, job.cells_total, "cells", finished);
+      steps = [job.models_done, job.models_total, "models collected"];
     }
-    $("job-judge-line").hidden = !job.judge_total;
-    meter($("job-judge-progress"), $("job-judged"), job.judged, job.judge_total, "candidates judged", finished);
+    $("job-cells-line").hidden = !steps[1];
+    meter($("job-cells-progress"), $("job-cells"), ...steps, finished);
     // Before its first candidate the judge loads its model and reads the rubric: say so,
     // rather than "0 of N candidates judged" for as long as that takes.
     const loading = Boolean(job.judge_loading) && ACTIVE.has(job.state);
+    const judging = JUDGED_FROM.has(job.phase) && (job.judge_total > 0 || loading);
+    $("job-judge-line").hidden = !judging;
+    meter($("job-judge-progress"), $("job-judged"), job.judged, job.judge_total, "candidates judged", finished);
     if (loading) $("job-judged").textContent = "loading the judge model…";
     $("job-judged").title = loading ? job.judge_loading : "";
     $("job-judge-progress").toggleAttribute("data-loading", loading);
     if (loading) $("job-judge-progress").removeAttribute("value");  // indeterminate
+    // A run's grid too small to promote anything: the warning the form and the CLI give.
+    const grid = job.config && !job.config.kind ? job.config : null;
+    const asked = grid ? (grid.scenarios && grid.scenarios.length) || grid.n_scenarios : null;
+    show($("job-warning"), grid ? sentence(promotionWarning(asked)) : "");
     show($("job-error"), job.error || "");
     $("job-cancel").hidden = !job.cancellable;
     $("job-resume").hidden = !job.resumable;

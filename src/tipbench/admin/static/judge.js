@@ -8,7 +8,7 @@
 "use strict";
 
 (() => {
-  const { el, show } = tipbench;
+  const { el, ident, show } = tipbench;
   const root = document.getElementById("judge");
   const experiment = root.dataset.experiment;
   const form = document.getElementById("score-form");
@@ -54,7 +54,7 @@
     const left = state.remainingCandidates - (state.item ? scoredCount() : 0);
     const runs = state.remainingRuns;
     let text = `${left} candidate${left === 1 ? "" : "s"} left in ${runs} run${runs === 1 ? "" : "s"}`;
-    if (runs === 0) text = "Nothing left to judge.";
+    if (runs === 0) text = state.total ? "Nothing left to judge." : ""; // the empty state says it
     else if (left === 0) text = "Every candidate scored; the last run is not saved yet";
     $("remaining").textContent = text;
   }
@@ -116,8 +116,10 @@
     // Blind judging: an item number, never the run id (it leads to the model in MLflow); the
     // model, prompt and run are only there when the page was opened with ?reveal=1.
     const of = state.number ? `Item ${state.number} of ${state.total}` : "Item";
-    const shown = item.model ? ` · ${item.model} · prompt ${item.prompt_version} · run ${item.run_id}` : "";
-    $("run-info").textContent = `${of}${shown}`;
+    const shown = item.model
+      ? [" · ", ident(item.model), " · prompt ", ident(item.prompt_version), " · run ", ident(item.run_id)]
+      : [];
+    $("run-info").replaceChildren(of, ...shown);
     $("candidate-position").textContent = `${state.index + 1} of ${item.candidates.length}`;
     $("candidate-text").textContent = current.text;
     $("candidate-steps").replaceChildren(
@@ -263,13 +265,15 @@
     state.item = next.item;
     state.number = next.number;
     state.total = next.total;
-    renderJudging(next.judging);
     if (!next.item) {
       root.hidden = true;
-      $("done").hidden = false;
+      // No run at all is an empty state (nothing collected yet), not "nothing left".
+      $(next.total ? "done" : "empty").hidden = false;
+      if (next.total) renderJudging(next.judging);
       renderRemaining();
       return;
     }
+    renderJudging(next.judging);
     if (next.rubric) renderRubric(next.rubric);
     renderScenario(next.item.scenario);
     state.saved = scoresOf(next.item); // a draft loaded is saved already
@@ -328,5 +332,8 @@
     });
   });
 
-  loadNext().catch((error) => show($("load-error"), `Could not load the next run: ${error.message}`));
+  // An experiment not collected yet shows its empty state (the page's): nothing to ask.
+  if (root.dataset.exists === "true") {
+    loadNext().catch((error) => show($("load-error"), `Could not load the next run: ${error.message}`));
+  }
 })();
