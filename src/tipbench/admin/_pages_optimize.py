@@ -5,6 +5,8 @@ and the job routes."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
@@ -33,6 +35,13 @@ def optimize_page(request: Request) -> Response:
         },
         "versions": sorted(load_suite().prompts),
         "shortlist": DEFAULT_SHORTLIST,
-        "experiment_pattern": BENCH_EXPERIMENT_PATTERN.strip("^$"),
+        "experiment_pattern": html_pattern(BENCH_EXPERIMENT_PATTERN),
     }
     return _page(request, "optimize.html", context)
+
+
+def html_pattern(regex: str) -> str:
+    """`regex` as an HTML `pattern` attribute: browsers anchor it themselves and compile it
+    with the `v` flag, where a `-` that ends a character class must be escaped (else the
+    pattern is invalid and the browser checks nothing)."""
+    return re.sub(r"(?<!\\)-\]", r"\\-]", regex.removeprefix("^").removesuffix("$"))

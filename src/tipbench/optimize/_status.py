@@ -2,8 +2,9 @@
 
 Everything comes from the optimization's parent run (`optimize._record`): its params, its
 metrics per iteration (the progress, while it runs too), its `lineage.json` (the versions
-with their scores) and its chart. Nothing is computed again: the panel shows what the
-optimizer recorded.
+with their scores and diffs) and its chart; nothing of it is computed again. Once it has
+finished, the held-out grid and the gate's verdict now (`optimize._heldout_view`). An
+experiment that does not exist yet has no optimization: an empty list, not an error.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tipbench.optimize._heldout_view import heldout_grid
 from tipbench.optimize._record import (
     BEST_METRIC,
     BUDGET_TAG,
@@ -57,7 +59,9 @@ def optimizations(store: TrackingStore, experiment: str) -> list[OptimizationSta
     Raises:
         TrackingError: the store or the experiment cannot be read.
     """
-    experiment_id = store.experiment_id(experiment)
+    experiment_id = store.find_experiment(experiment)
+    if experiment_id is None:
+        return []
     found = store.find(experiment_id, {KIND_TAG: KIND_OPTIMIZATION})
     return [_status(run.run_id, run.name, run.status, run.params, run.tags, run.metrics)
             for run in found]  # fmt: skip
@@ -81,11 +85,17 @@ def optimization_detail(store: TrackingStore, experiment: str, run_id: str) -> d
     data = run.data
     status = _status(run_id, run.info.run_name or "", run.info.status, data.params, data.tags,
                      data.metrics)  # fmt: skip
+    heldout = None
+    if status.status == "FINISHED" and status.shortlist:
+        scenarios = [s for s in data.params.get("heldout_scenarios", "").split(",") if s]
+        prompts = [status.from_version, *status.shortlist]
+        heldout = heldout_grid(store, status.heldout_experiment, prompts, scenarios)
     return {
         "optimization": status.to_dict(),
         "iterations": _iterations(store, run_id),
         "lineage": _lineage(store, run_id),
         "params": dict(data.params),
+        "heldout": heldout,
     }
 
 

@@ -1,5 +1,6 @@
 // The Optimize page: start a `tipbench optimize` job, follow it, and read the optimizations of
-// the experiment per iteration with the lineage of their versions (from /api/optimize).
+// the experiment per iteration with the lineage of their versions (each proposal as a diff
+// from its parent), then the held-out grid with the gate's verdict (from /api/optimize).
 "use strict";
 
 (() => {
@@ -7,6 +8,13 @@
   const $ = (id) => document.getElementById(id);
   const fixed = (x) => (x === null || x === undefined ? "—" : Number(x).toFixed(2));
   const POLL_MS = 2000;
+  const CELL_TEXT = {
+    missing: "not collected",
+    failed: "failed",
+    collected: "collected",
+    "auto-judged": "auto-judged",
+    judged: "judged",
+  };
   let experiment = $("optimize-experiment").value;
   let selected = null; // the run id shown in detail
 
@@ -31,12 +39,66 @@
           el("td", { class: "num" }, `${o.evaluations} / ${o.budget}`),
           el("td", { class: "num" }, fixed(o.best)), el("td", {}, o.shortlist.join(", ") || "—"));
       });
-      fill($("optimizations"), rows.length ? rows : [el("tr", {}, el("td", { colspan: 8, class: "muted" }, "None yet: start one above."))]);
+      // an experiment without optimizations (or not made yet) is a state, not an error
+      show($("list-empty"), rows.length ? "" : `Nothing optimized yet in ${experiment}: start an optimization above.`);
+      $("list-table").hidden = !rows.length;
+      fill($("optimizations"), rows);
       if (!selected && data.optimizations.length) selected = data.optimizations[0].run_id;
       show($("list-error"), "");
     } catch (error) {
       show($("list-error"), error.message);
     }
+  }
+
+  function diffView(diff) {
+    if (!diff) return "—";
+    const lines = diff.split("\n").slice(2); // the hunks: the versions are on the row
+    return el("details", {}, el("summary", {}, "diff"),
+      el("pre", { class: "diff" }, ...lines.map((line) =>
+        el("span", { class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "" },
+          `${line}\n`))));
+  }
+
+  function showLineage(lineage) {
+    fill($("lineage"), (lineage.rows || []).map((row) =>
+      el("tr", { "data-standing": row.standing, "data-shortlisted": row.shortlisted ? "yes" : "no" },
+        el("td", { class: `depth-${Math.min(row.depth, 6)}` }, row.shortlisted ? `${row.version} ★` : row.version),
+        el("td", {}, row.parent || "—"), el("td", { class: "num" }, row.iteration),
+        el("td", {}, row.rewritten || "—"), el("td", { class: "num" }, fixed(row.mean)),
+        el("td", { class: "num" }, row.scored), el("td", {}, row.standing),
+        el("td", {}, row.front.join(", ") || "—"), el("td", {}, row.reasons || ""),
+        el("td", {}, diffView(row.diff)))));
+    const counts = Object.entries(lineage.skipped_by_reason || {});
+    show($("skipped-counts"), counts.length
+      ? `Skipped proposals: ${counts.map(([why, n]) => `${n} ${why}`).join(", ")}.` : "");
+    $("skipped").replaceChildren(...(lineage.skipped || []).map((s) =>
+      el("li", {}, `iteration ${s.iteration}: skipped a new ${s.component} template for ${s.parent}: ${s.problem}`)));
+  }
+
+  function showHeldout(heldout) {
+    $("heldout").hidden = !heldout;
+    if (!heldout) return;
+    $("heldout-summary").textContent =
+      `${heldout.judged} of ${heldout.total} cells judged by people in ${heldout.experiment}.`;
+    $("heldout-judge").href = heldout.judge_page;
+    $("heldout-grid").querySelector("thead").replaceChildren(el("tr", {},
+      el("th", { scope: "col" }, "Version"),
+      ...heldout.scenarios.map((s) => el("th", { scope: "col" }, s))));
+    fill($("heldout-grid"), heldout.prompts.map((prompt) => el("tr", {},
+      el("th", { scope: "row" }, prompt),
+      ...heldout.scenarios.map((s) => {
+        const state = heldout.cells[prompt][s];
+        return el("td", { "data-state": state }, CELL_TEXT[state] || state);
+      }))));
+    const gate = heldout.gate || {};
+    const what = gate.promote ? `would promote ${gate.prompt_version}`
+      : gate.prompt_version ? `refuses ${gate.prompt_version}` : "nothing to promote yet";
+    const verdict = gate.error ? `Gate: cannot decide yet: ${gate.error}` : `Gate: ${what}: ${gate.decided_how}`;
+    $("heldout-gate").textContent = verdict;
+    $("heldout-gate").dataset.promote = gate.promote ? "yes" : "no";
+    $("heldout-checks").replaceChildren(...(gate.checks || []).map((check) =>
+      el("li", { "data-passed": check.passed ? "yes" : "no" },
+        `${check.passed ? "✓" : "✗"} ${check.name}: ${check.figure}`)));
   }
 
   async function loadDetail() {
@@ -50,21 +112,14 @@
           el("td", { class: "num" }, row.iteration), el("td", { class: "num" }, fixed(row.best_training_score)),
           el("td", { class: "num" }, row.evaluations), el("td", { class: "num" }, row.pool_size),
           el("td", { class: "num" }, row.proposals), el("td", { class: "num" }, row.skipped_proposals))));
-      fill($("lineage"), (data.lineage.rows || []).map((row) =>
-        el("tr", { "data-standing": row.standing, "data-shortlisted": row.shortlisted ? "yes" : "no" },
-          el("td", { class: `depth-${Math.min(row.depth, 6)}` }, row.shortlisted ? `${row.version} ★` : row.version),
-          el("td", {}, row.parent || "—"), el("td", { class: "num" }, row.iteration),
-          el("td", {}, row.rewritten || "—"), el("td", { class: "num" }, fixed(row.mean)),
-          el("td", { class: "num" }, row.scored), el("td", {}, row.standing),
-          el("td", {}, row.front.join(", ") || "—"), el("td", {}, row.reasons || ""))));
-      $("skipped").replaceChildren(...(data.lineage.skipped || []).map((s) =>
-        el("li", {}, `iteration ${s.iteration}: skipped a new ${s.component} template for ${s.parent}: ${s.problem}`)));
+      showLineage(data.lineage);
       const finished = data.optimization.status === "FINISHED";
       $("detail-chart").hidden = !finished;
       if (finished) {
         $("detail-plot").src = `/api/optimize/${encodeURIComponent(experiment)}/${selected}/chart.png`;
         $("detail-plot").alt = `Best training score per iteration of ${data.optimization.name}`;
       }
+      showHeldout(data.heldout);
       show($("detail-error"), "");
     } catch (error) {
       show($("detail-error"), error.message);
