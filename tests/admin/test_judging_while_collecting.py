@@ -1,4 +1,4 @@
-"""Issue 47, item 1: judging while a collect writes into the same experiment.
+"""Issue 47, items 1 and 5: judging while a collect writes into the same experiment.
 
 The judging page answered HTTP 500 ("Failed to download artifacts from path
 'candidates.json'") while `tipbench collect` wrote into its experiment: collect creates a
@@ -7,7 +7,9 @@ candidates after them, and the page offered the run in between. Here a real coll
 embedded model, its real writer) writes one cell into an experiment that `tipbench serve`
 serves; the collect's writer is held right between the two writes, so the run exists
 without its candidates for as long as the test needs: the API and the page (Chromium) judge
-through that moment, never offered the run until its candidates are stored.
+through that moment, never offered the run until its candidates are stored. Meanwhile each
+page counts scenarios from one read of the experiment: the panel's combined note said
+"cannot be decided on 3 scenarios" beside a table of cells on 6 and 8.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from mlflow import MlflowClient
 
 import tipbench.tracking._writer as writer
 from support.cells import record_cells
+from support.judged_runs import AUTO_JUDGE, uniform
 from support.servers import TipbenchServer
 from tipbench.collect import CollectConfig, CollectResult, collect
+from tipbench.judge import record_scores
 from tipbench.tracking import CANDIDATES_FILE
 
 pytest.importorskip("playwright.sync_api")
@@ -91,6 +95,8 @@ def test_the_page_and_its_api_judge_while_a_collect_writes(
 ) -> None:
     uri: str = server.tracking_uri  # type: ignore[attr-defined]
     finished = set(record_cells(uri, experiment, prompts=("v1",), n_scenarios=2))
+    for run_id in finished:  # scored by the automatic judge: the combined tier has a table
+        record_scores(MlflowClient(uri), run_id, "auto", uniform(12), AUTO_JUDGE, 0)
     held = HeldWriter(monkeypatch)
     outcome: dict[str, CollectResult | BaseException] = {}
 
@@ -125,6 +131,7 @@ def test_the_page_and_its_api_judge_while_a_collect_writes(
         offered = judge_by_api(api, experiment, finished)
         board = api.get(f"/api/bench/leaderboard/{experiment}/view", params={"tier": "both"})
         assert board.status_code == 200, board.text
+        assert scenario_counts(board.json()["combined"]) == ("2", ["2"])
         assert api.get(f"/api/bench/runs/{experiment}").status_code == 200
 
         with fresh_page(browser, server.url, TIMEOUT_MS) as page:
@@ -133,6 +140,9 @@ def test_the_page_and_its_api_judge_while_a_collect_writes(
             page.get_by_role("button", name="Log in").click()
             expect(page.locator("#remaining")).to_have_text("2 candidates left in 1 run")
             expect(page.locator("#run-info")).to_have_text(re.compile(r"^Item [12] of 2$"))
+            expect(page.locator("#judging-status")).to_contain_text(
+                "Cannot be decided on 2 scenarios"  # the cell of the two finished runs
+            )
             for key in ("4", "3", "5", "Enter", "2", "2", "1", "Enter"):
                 page.keyboard.press(key)
             expect(page.get_by_role("heading", name="Nothing left to judge")).to_be_visible()
@@ -151,6 +161,16 @@ def test_the_page_and_its_api_judge_while_a_collect_writes(
     assert item["remaining_runs"] == 1 and item["total"] == 3
     assert item["item"]["run_id"] == held.run_id
     assert len(item["item"]["candidates"]) == 2
+    board = api.get(f"/api/bench/leaderboard/{experiment}/view", params={"tier": "both"})
+    assert scenario_counts(board.json()["combined"]) == ("1", ["2", "1"])
+
+
+def scenario_counts(view: dict[str, Any]) -> tuple[str, list[str]]:
+    """The scenarios the combined tier's note says the leader cannot be decided on, and each
+    row's scenarios in its table: one response, one read of the experiment."""
+    column = [c["heading"] for c in view["columns"]].index("scen.")
+    (said,) = re.findall(r"cannot be decided on (\d+) scenarios?", " ".join(view["notes"]))
+    return said, [row["cells"][column] for row in view["rows"]]
 
 
 def judge_by_api(api: httpx.Client, experiment: str, finished: set[str]) -> str:

@@ -119,7 +119,8 @@ async def promotion(
     found = await run_in_threadpool(latest_simulation, store, experiment)
     state = _open(settings)
     if state is None:
-        return {"live": None, "decisions": [], "note": "No serving state yet."}
+        note = "Nothing served yet: a dry run needs the live policy of tipbench policy serve."
+        return {"live": None, "decisions": [], "note": note}
     try:
         live = serving_summary(state)["live"]
         if found is None:

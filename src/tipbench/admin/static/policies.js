@@ -24,7 +24,8 @@
       const data = await get("/api/policies");
       livePolicy = data.state ? data.state.live : null;
       if (!data.state) {
-        $("serving-state").textContent = `No serving state at ${data.state_url} yet.`;
+        $("serving-state").textContent =
+          `Nothing served yet: tipbench policy serve starts the policies (state: ${data.state_url}).`;
         fill($("serving"), []);
         return;
       }
@@ -87,7 +88,8 @@
     try {
       const { evaluation } = await get("/api/policies/evaluation");
       if (!evaluation) {
-        $("evaluation-summary").textContent = "No serving state: nothing logged to evaluate.";
+        $("evaluation-summary").textContent =
+          "Nothing logged to evaluate yet: the policy service logs each decision it serves.";
         fill($("evaluation"), []);
         return;
       }
