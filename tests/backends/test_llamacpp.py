@@ -34,6 +34,7 @@ from tipbench.backends._threads import (
 )
 from tipbench.backends._warmed import WARMED
 from tipbench.collect import AnswerDone, parse_tips, tips_schema
+from tipbench.judge import score_schema
 from tipbench.suite import load_suite
 
 SMOLLM2 = ModelSpec.parse("llamacpp:smollm2-135m")
@@ -186,12 +187,15 @@ def test_schema_constrained_request_gives_the_requested_number_of_tips(loaded: B
 
 
 # Constraints the shortlist mostly satisfies (the tips schema, any JSON object), and one the
-# model's likeliest tokens never satisfy, so the whole vocabulary is checked at each step.
+# model's likeliest tokens never satisfy, so the whole vocabulary is checked at each step;
+# then the automatic judge's: its score schema at temperature 0, a greedy pick.
 ODD_TIPS = {"type": "array", "items": {"type": "string", "pattern": "^[QXZ]{3,8}$"}}
-CONSTRAINTS = [
+CONSTRAINTS: list[dict[str, object]] = [
     {"json_schema": tips_schema(3)},
     {"json_object": True},
     {"json_schema": {"type": "object", "properties": {"tips": ODD_TIPS}, "required": ["tips"]}},
+    {"json_schema": score_schema(), "temperature": 0.0},
+    {"json_schema": {"type": "object", "properties": {"tips": ODD_TIPS}}, "temperature": 0.0},
 ]
 
 
@@ -216,7 +220,7 @@ def test_a_constrained_answer_is_what_llama_cpp_samples_with_its_own_grammar_che
     align_prefix_reuse(stock)
     try:
         for seed, constraint in enumerate(CONSTRAINTS):
-            asked = replace(request(seed=seed, max_tokens=60), **constraint)
+            asked = replace(request(seed=seed, max_tokens=60), **constraint)  # type: ignore[arg-type]
             schema = asked.json_schema
             expected = stock.create_chat_completion(
                 messages=asked.chat_messages(),

@@ -5,7 +5,9 @@ likeliest tokens: for a small model that check costs as much as the model itself
 halves its speed. `shortlist_grammar` wraps a `Llama`'s sampler set-up so that the grammar
 first checks only the likeliest tokens. When at least `k` of them are allowed, those are
 exactly the `k` tokens `top_k` would have kept after the whole check, so every token is
-sampled as before (same seed, same text); otherwise the whole vocabulary is checked.
+sampled as before (same seed, same text); otherwise the whole vocabulary is checked. At
+temperature 0 (the automatic judge's) the greedy sampler takes the likeliest allowed token:
+one allowed token among the likeliest is that token, so the same holds with `k` = 1.
 
 It needs only llama-cpp-python and numpy: `bench/_baseline_llamacpp.py` loads this file on
 its own, so that its bare loop samples as the embedded backend does without importing
@@ -23,16 +25,18 @@ import numpy as np
 
 # Tokens checked first, as a multiple of `top_k`: room for the few the grammar rejects.
 _CHECKED_PER_KEPT = 2
+# Tokens checked first before a greedy pick (which keeps one).
+_CHECKED_GREEDY = 64
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
 class _Shortlisted:
     """A llama.cpp sampler that applies `grammar` (which it owns) to a shortlist first."""
 
-    def __init__(self, grammar: Any, keep: int) -> None:
+    def __init__(self, grammar: Any, keep: int, checked: int) -> None:
         self.grammar = grammar
         self.keep = keep
-        self.checked = keep * _CHECKED_PER_KEPT
+        self.checked = checked
         self.shortlist = (llama_cpp.llama_token_data * self.checked)()
         self.view = _records(self.shortlist)
         # the callbacks must outlive the sampler: keep them on this object
@@ -82,37 +86,40 @@ def _records(tokens: ctypes.Array[Any]) -> np.ndarray[Any, np.dtype[np.void]]:
 def shortlist_grammar(llm: Any) -> None:
     """Make `llm` (a `llama_cpp.Llama`) check its grammar on a shortlist first.
 
-    Only the plain sampling chain (temperature > 0, `top_k` > 0, no mirostat) is changed:
-    there the result is the same as checking every token.
+    Only the plain sampling chain (temperature > 0, `top_k` > 0, no mirostat) and the greedy
+    one (temperature 0) are changed: there the result is the same as checking every token.
     """
     init: Callable[..., Any] = llm._init_sampler
 
     def init_sampler(**options: Any) -> Any:
         sampler = init(**options)
-        keep = int(options.get("top_k", 40))
-        plain = options.get("temp", 0.8) > 0 and not options.get("mirostat_mode", 0)
-        if options.get("grammar") is None or keep <= 0 or not plain:
+        if options.get("grammar") is None:
             return sampler
-        _shortlist_in(sampler, keep)
+        keep = int(options.get("top_k", 40))
+        temperature = options.get("temp", 0.8)
+        if temperature == 0:
+            _shortlist_in(sampler, 1, _CHECKED_GREEDY, b"greedy")
+        elif temperature > 0 and keep > 0 and not options.get("mirostat_mode", 0):
+            _shortlist_in(sampler, keep, keep * _CHECKED_PER_KEPT, b"top-k")
         return sampler
 
     llm._init_sampler = init_sampler
 
 
-def _shortlist_in(sampler: Any, keep: int) -> None:
+def _shortlist_in(sampler: Any, keep: int, checked: int, follower: bytes) -> None:
     """Swap the grammar in llama-cpp-python's `LlamaSampler` chain for a `_Shortlisted` one
-    in the same place (a chain only appends: the samplers after it are taken out and put
-    back)."""
+    in the same place, where `follower` (`top-k`, or `greedy`) comes right after it (a chain
+    only appends: the samplers after it are taken out and put back)."""
     chain = sampler.sampler
     names = [
         llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(chain, i))
         for i in range(llama_cpp.llama_sampler_chain_n(chain))
     ]
     at = names.index(b"grammar") if names.count(b"grammar") == 1 else -1
-    if at < 0 or names[at + 1 : at + 2] != [b"top-k"]:
+    if at < 0 or names[at + 1 : at + 2] != [follower]:
         return  # not the chain this knows
     grammar, *after = [llama_cpp.llama_sampler_chain_remove(chain, at) for _ in names[at:]]
-    shortlisted = _Shortlisted(grammar, keep)
+    shortlisted = _Shortlisted(grammar, keep, checked)
     llama_cpp.llama_sampler_chain_add(chain, ctypes.pointer(shortlisted.sampler))
     # llama-cpp-python takes its custom samplers out of the chain before freeing it
     sampler.custom_samplers.append((at, shortlisted))
