@@ -95,6 +95,8 @@ def test_rounds_then_the_heldout_grid_and_the_gate(
     [
         ({"budget": 3}, "--budget 3 is below one iteration"),
         ({"experiment": "prod"}, "experiment: expected tip-bench-NAME"),
+        ({"judge_url": "http://judge:11434"}, "judge_url: not a key of this DAG"),
+        ({"heldout_experiment": "tip-bench-dagopt"}, "an experiment of its own"),
     ],
 )
 def test_bad_input_fails_in_plan_and_writes_nothing(

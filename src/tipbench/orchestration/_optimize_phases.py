@@ -65,12 +65,14 @@ class OptimizeConf(OptimizeConfig):
         description="The reflection model's server, if not the shared one: an "
         "OpenAI-compatible base URL or an Ollama host, as its spec says.",
     )
-    model_url: None = Field(default=None, description=_HELDOUT_SERVERS)
-    judge_url: None = Field(default=None, description=_HELDOUT_SERVERS)
+    model_url: str | None = Field(default=None, description=_HELDOUT_SERVERS)
+    judge_url: str | None = Field(default=None, description=_HELDOUT_SERVERS)
 
     @field_validator("model_url", "judge_url", mode="before")
     @classmethod
     def _shared_servers(cls, value: object) -> None:
+        """Refused in `plan` with this DAG's reason (a Param of type null would answer only
+        "not of type 'null'")."""
         if value not in (None, ""):
             raise ValueError(_HELDOUT_SERVERS)
         return None
