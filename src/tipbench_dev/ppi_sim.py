@@ -40,7 +40,7 @@ from tipbench.judging import (
     queue_inclusion,
     snapshot,
 )
-from tipbench.stats import Judged, Sample, resolution_variance, scenario_count
+from tipbench.stats import Judged, Sample, resolution_variance
 
 JUDGES = ("biased", "contrary", "ceiling", "useless")
 Tier = Literal["combined", "human"]
@@ -219,12 +219,11 @@ def race(
     judged = experiments.judged(judge)
     rates = 1.0 + experiments.difficulty.reshape(-1) if kind == "active" else np.ones(e * c * u)
     queues = Queues(kind, rates, queue_clocks(rates, np.random.default_rng(seed)))
-    n_opt = scenario_count(judged)
     labels = np.full(e, -1, dtype=np.intp)
     leader = np.full(e, -1, dtype=np.intp)
     for k in range(budget + 1):
         now = snapshot(judged, queues, alpha, use_judge=use_judge)
-        decision = now.decision if tier == "combined" else human_decision(judged, alpha, n_opt)[0]
+        decision = now.decision if tier == "combined" else human_decision(judged, alpha)[0]
         new = (labels < 0) & decision.decided
         labels[new] = k
         leader[new] = (decision.leader - np.arange(e) * c)[new]

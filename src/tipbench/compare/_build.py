@@ -236,7 +236,7 @@ def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
         np.zeros(len(scored), dtype=np.intp),
         score_floor("composite"),
     )
-    decision, covered = human_decision(judged, ALPHA, float(n_scenarios))
+    decision, covered = human_decision(judged, ALPHA)
     names = [f"{one.model}|{one.prompt_version}" for one in scored]
     return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
 

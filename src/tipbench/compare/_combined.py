@@ -47,7 +47,6 @@ from tipbench.stats import (
     cell_scenarios,
     half_width,
     min_attainable_p,
-    scenario_count,
     scenarios_needed,
     sequences,
     t_p_value,
@@ -81,7 +80,6 @@ def _comparison(state: CombinedState, a: int, b: int) -> PairedComparison:
         np.asarray([a]),
         np.asarray([b]),
         alpha,
-        scenario_count(state.judged),
         needed,
     )
     mean, variance, df = seq.pair.mean[0], seq.pair.variance[0], seq.pair.df[0]

@@ -177,7 +177,7 @@ def _from_comparisons(
     """Per pool, the cell to serve for its least settled comparison with the leader (-1: all
     settled)."""
     pair = decision.comparisons
-    radius = sequence_radius(pair.variance, pair.unit_variance, decision.alpha, decision.n_opt)
+    radius = sequence_radius(pair.variance, pair.horizon_variance, decision.alpha)
     radius = np.where(np.isfinite(radius), radius, _UNKNOWN)
     # The sequence's allowance for few scores counts too (a score anywhere shrinks it, one
     # on the least settled comparison shrinks its radius as well); while no sequence exists

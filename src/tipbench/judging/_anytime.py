@@ -131,19 +131,17 @@ def anytime_leader(
     return AnytimeLeader(name, False, message, spans, each)
 
 
-def human_decision(
-    judged: Judged, alpha: float, n_opt: float
-) -> tuple[LeaderDecision, npt.NDArray[np.intp]]:
+def human_decision(judged: Judged, alpha: float) -> tuple[LeaderDecision, npt.NDArray[np.intp]]:
     """The human tier's `LeaderDecision` for every pool of `judged` (its human-scored units
     alone, each standing for itself: `Judged.human_tier`), and each cell's human-judged
     scenarios.
 
     Args:
-        judged: The units (their judge scores are not used).
+        judged: Every run of the experiment, human-scored or not (their judge scores are not
+            used; the runs no human scored yet make the horizon).
         alpha: The level over all comparisons.
-        n_opt: The experiment's scenarios (fixed: where the sequences are tightest).
     """
     tier = judged.human_tier()
     estimates = estimate(tier, Sample.none(), use_judge=False)
-    decision = decide_leader(tier, Sample.none(), estimates, alpha, n_opt)
+    decision = decide_leader(tier, Sample.none(), estimates, alpha)
     return decision, estimates.n_human_scenarios

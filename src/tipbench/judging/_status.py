@@ -313,11 +313,11 @@ def _target_variance(pair: Difference, d: LeaderDecision, i: int) -> float | Non
     gap = -float(pair.mean[i])
     if not gap > 0:
         return None
-    unit = pair.unit_variance[i : i + 1]
+    horizon = pair.horizon_variance[i : i + 1]
     alpha = d.alpha[i : i + 1]
 
     def radius(variance: float) -> float:
-        return float(sequence_radius(np.asarray([variance]), unit, alpha, d.n_opt)[0])
+        return float(sequence_radius(np.asarray([variance]), horizon, alpha)[0])
 
     low, high = 1e-12, float(pair.variance[i])
     if radius(high) < gap:

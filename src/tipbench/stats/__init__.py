@@ -15,8 +15,9 @@ here. What lives where:
   automatic scores corrected by a known sample of human ones (PPI++, Angelopoulos, Duchi
   and Zrnic, 2023; active inference, Zrnic and Candès, 2024), the scenario the unit;
 - `differences` (`_paired`): two such estimates paired by scenario, and t quantiles;
-- `decide_leader`, `sequence_radius` (`_confseq`): anytime-valid confidence sequences
-  (Howard, Ramdas, McAuliffe and Sekhon, 2021) and the leader they decide;
+- `decide_leader`, `sequence_radius` (`_confseq`): confidence sequences valid at every
+  look up to the experiment's horizon (Lan and DeMets, 1983) and the leader they decide,
+  a comparison with the best (Hsu, 1996);
 - `resolution_variance` (`_floor`): the variance floor an integer scale leaves (Sheppard).
 """
 
@@ -25,9 +26,9 @@ from tipbench.stats._confseq import (
     LeaderDecision,
     Sequences,
     cell_scenarios,
+    comparable_cells,
     decide_leader,
-    normal_mixture_bound,
-    scenario_count,
+    horizon_boundary,
     scenarios_needed,
     sequence_radius,
     sequences,
@@ -45,7 +46,15 @@ from tipbench.stats._estimate import (
 from tipbench.stats._floor import STEP_VARIANCE, resolution_variance
 from tipbench.stats._gate import Condition, all_passed
 from tipbench.stats._judged import Judged, Sample
-from tipbench.stats._paired import Difference, differences, half_width, t_p_value, t_quantile
+from tipbench.stats._paired import (
+    Difference,
+    PairPool,
+    differences,
+    half_width,
+    pool_pairs,
+    t_p_value,
+    t_quantile,
+)
 from tipbench.stats._ppi import Estimates, estimate
 from tipbench.stats._sign_flip import (
     EXACT_MAX_PAIRS,
@@ -74,6 +83,7 @@ __all__ = [
     "IntervalMethod",
     "Judged",
     "LeaderDecision",
+    "PairPool",
     "PairedComparison",
     "Sample",
     "Sequences",
@@ -82,19 +92,20 @@ __all__ = [
     "all_passed",
     "bootstrap_mean_ci",
     "cell_scenarios",
+    "comparable_cells",
     "decide_leader",
     "differences",
     "estimate",
     "half_width",
+    "horizon_boundary",
     "json_number",
     "json_numbers",
     "mean_interval",
     "min_attainable_p",
-    "normal_mixture_bound",
     "paired_comparison",
     "pairs_needed",
+    "pool_pairs",
     "resolution_variance",
-    "scenario_count",
     "scenarios_needed",
     "sequence_radius",
     "sequences",

@@ -1,24 +1,40 @@
-"""Anytime-valid comparisons with the leader: look after every judgement, err at most α.
+"""Comparisons with the leader that hold at every look up to the experiment's horizon.
 
 A 95% interval is right 95% of the time when it is read once; a judge who reads it after
-every save and stops the first time it excludes 0 is wrong far more often. A confidence
-sequence holds at every look at once (Howard, Ramdas, McAuliffe and Sekhon, 2021): for the
-difference between a cell and the leader,
+every save and stops the first time it excludes 0 is wrong far more often. These sequences
+hold at every look at once, and they are made for the experiment they are read on, whose
+runs are known: the evidence grows from nothing to the **horizon**, every run judged, and
+no further. That finite horizon is what makes them tight.
 
-    estimate ± σ · u(n) / n,    u(n) = √((n + ρ) · log((n + ρ) / (ρ α²)))
+For the difference d between two cells, with variance V now and V_H once every run is
+judged (the scenarios' part alone: `Difference.horizon_variance`), the information is
+I = 1/V and the horizon's I_H = 1/V_H. On the information scale the estimate's error
+behaves as a Brownian motion: S(I) = I · (d − δ) is one, with variance I, read at whatever
+I the judging has reached (the canonical joint distribution of sequential estimates,
+Jennison and Turnbull, 2000, ch. 3; the judging order's labels arrive in a random order).
+S crosses the constant boundary c · √I_H before I_H with probability 2(1 − Φ(c)) (the
+reflection principle), whenever and however often it is read. So with c = Φ⁻¹(1 − α / 2),
 
-where n is the effective number of scenarios the estimate rests on (σ² / its variance), σ²
-the variance of one scenario's difference, and u the two-sided normal-mixture boundary
-(the same as `confseq.boundaries.normal_mixture_bound`), tuned by ρ to be tightest at
-``n_opt`` scenarios. Its validity is asymptotic (the estimates behave as a Brownian motion in
-their information, Waudby-Smith et al., 2024); below `MIN_DF` degrees of freedom no
-sequence is given.
+    radius = c · V / √V_H,    i.e. c standard errors at the horizon, c / √τ before,
 
-The leader is **decided** when every other cell's sequence lies below it. Each of the C - 1
-comparisons gets α / (C - 1), so the chance of ever naming a leader that is not the best
-cell stays below α however often one looks: if a cell B is truly best (or tied for best),
-naming any other cell A means that the sequence of A − B, whose truth is ≤ 0, lay above 0;
-only the C - 1 sequences that involve B can do that, whichever cell leads when.
+where τ = V_H / V is the share of the horizon's information in hand: the O'Brien–Fleming
+boundary for continuous monitoring (Lan and DeMets, 1983, spend α by τ as its spending
+function 2 − 2Φ(z / √τ) does). Read once, at the horizon, it is Φ⁻¹(1 − α/2) standard errors
+against Φ⁻¹(1 − α) for a single look: that is the whole price of looking after every label.
+A variance read from few human scores widens it by the ratio of the t quantile to the normal
+one at its degrees of freedom (the significance-level approach, Jennison and Turnbull,
+§11.5); below `MIN_DF` there is no sequence.
+
+"This cell is best" is a comparison **with the best** (Hsu, 1996, ch. 4): the leader is
+**decided** when every other cell's sequence lies below it, each one-sided at α / (C − 1). If
+a cell B is truly best (or tied for best), naming any other cell A means that the sequence of
+B − A, whose truth is ≥ 0, lay wholly below 0: a one-sided error of one of the C − 1
+comparisons that involve B, whichever cell leads when; their errors add up to at most α. Both
+ends of a sequence shown hold at that level each.
+
+Collecting more runs into an experiment moves its horizon: the sequences then widen (V_H
+falls). Looks before the move were made at the old horizon, so an experiment that doubles
+its grid late in the judging may err up to twice as often; collect the grid before judging.
 
 A comparison has a sequence only when both cells have human scores on at least as many
 scenarios as a paired test needs to reach p < α (`pairs_needed`: 6 at 0.05), the same rule
@@ -27,6 +43,8 @@ as the other tiers', and its variance never goes below the floor (`stats._floor`
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +52,7 @@ import numpy.typing as npt
 
 from tipbench.stats._estimate import ALPHA
 from tipbench.stats._judged import Judged, Sample
-from tipbench.stats._paired import Difference, differences
+from tipbench.stats._paired import Difference, PairPool, differences, pool_pairs
 from tipbench.stats._ppi import Estimates
 from tipbench.stats._sign_flip import pairs_needed
 
@@ -43,9 +61,9 @@ __all__ = [
     "LeaderDecision",
     "Sequences",
     "cell_scenarios",
+    "comparable_cells",
     "decide_leader",
-    "normal_mixture_bound",
-    "scenario_count",
+    "horizon_boundary",
     "scenarios_needed",
     "sequence_radius",
     "sequences",
@@ -58,54 +76,68 @@ MIN_DF = 2
 """Degrees of freedom (human-scored units of each cell, minus one) a sequence needs."""
 
 
-def _best_rho(n_opt: float, alpha: _Float) -> _Float:
-    """The mixture's ρ that makes the boundary tightest at ``n_opt`` (Howard et al., eq. 15)."""
-    log_inv = np.log(1.0 / alpha)
-    rho: _Float = n_opt / (2.0 * log_inv + np.log(1.0 + 2.0 * log_inv))
-    return rho
+SLOPE = 1.0
+"""κ: how much higher the boundary stands at the start than at the horizon, in standard
+errors of the horizon (``c + κ (1 − τ)``)."""
 
 
-def normal_mixture_bound(v: _Float, alpha: float | _Float, v_opt: float) -> _Float:
-    """The two-sided normal-mixture uniform boundary at intrinsic time ``v``.
+@functools.cache
+def _boundary(alpha: float) -> float:
+    from scipy.optimize import brentq
+    from scipy.special import ndtr
 
-    A martingale with variance process V crosses ±u(V) with probability at most ``alpha``
-    (in the limit of many small steps); ``v_opt`` is where the boundary is tightest.
+    def crossing(c: float) -> float:
+        return float(
+            ndtr(-c) + math.exp(2.0 * SLOPE * (c + SLOPE)) * ndtr(-(c + 2.0 * SLOPE)) - alpha
+        )
+
+    return float(brentq(crossing, 0.0, 12.0, xtol=1e-12))
+
+
+def horizon_boundary(alpha: float | _Float) -> _Float:
+    """c such that a Brownian motion W on [0, 1] crosses ``c + κ (1 − τ)`` with probability
+    ``alpha`` (one-sided): ``Φ(−c) + exp(2κ(c + κ)) Φ(−c − 2κ) = α``, the first passage of a
+    linear boundary (Bachelier–Lévy; Siegmund, 1985, eq. 3.15).
+
+    Raises:
+        ValueError: If an ``alpha`` is not strictly between 0 and 1.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
     if np.any((alpha <= 0.0) | (alpha >= 1.0)):
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
-    rho = _best_rho(v_opt, alpha)
-    v = np.asarray(v, dtype=np.float64)
-    out: _Float = np.sqrt((v + rho) * np.log((v + rho) / (rho * alpha * alpha)))
+    levels, index = np.unique(alpha, return_inverse=True)
+    found = np.asarray([_boundary(float(level)) for level in levels], dtype=np.float64)
+    out: _Float = found[index].reshape(alpha.shape)
     return out
 
 
 def sequence_radius(
-    variance: _Float, unit_variance: _Float, alpha: float | _Float, n_opt: float
+    variance: _Float, horizon_variance: _Float, alpha: float | _Float
 ) -> _Float:
-    """Half the width of the confidence sequence of an estimate with this variance.
+    """Half the width of the sequence of an estimate with this variance, one side at ``alpha``.
 
     Args:
         variance: The estimate's variance now.
-        unit_variance: The variance of one scenario's value (so that ``unit_variance /
-            variance`` is the number of scenarios the estimate is worth).
-        alpha: The sequence's error probability over all looks.
-        n_opt: The number of scenarios where it is tightest.
+        horizon_variance: Its variance once every run is judged (at most ``variance``; a
+            larger one counts as reached).
+        alpha: The error probability of each end over every look up to the horizon.
 
     Returns:
-        The radius; infinite where a variance is 0 or not a number (no spread seen is no
-        evidence: such a comparison is inconclusive, never certain).
+        ``c · V / √V_H`` (`horizon_boundary`); infinite where a variance is 0 or not a
+        number (no spread seen is no evidence: inconclusive, never certain).
     """
-    usable = (variance > 0) & (unit_variance > 0)
+    usable = (variance > 0) & (horizon_variance > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n = unit_variance / variance
-        radius = np.sqrt(unit_variance) * normal_mixture_bound(n, alpha, n_opt) / n
+        reached = np.minimum(horizon_variance, variance)
+        share = reached / variance  # τ, the share of the horizon's information in hand
+        boundary = horizon_boundary(alpha) + SLOPE * (1.0 - share)
+        radius = boundary * variance / np.sqrt(reached)
     return np.where(usable & np.isfinite(radius), radius, np.inf)
 
 
 def small_sample_factor(df: _Float, alpha: float | _Float) -> _Float:
-    """How much wider a t interval is than a normal one at this level: the sequence's allowance
-    for a variance estimated from few human scores (1 with many; none below `MIN_DF`)."""
+    """How much wider the sequence is for a variance read from few human scores: the t
+    quantile over the normal one at the boundary's level (1 with many; none below `MIN_DF`)."""
     from scipy.special import ndtri, stdtrit
 
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -147,12 +179,16 @@ def sequences(
     a: npt.NDArray[np.intp],
     b: npt.NDArray[np.intp],
     alpha: _Float,
-    n_opt: float,
     needed: int,
+    pool: PairPool | None = None,
 ) -> Sequences:
-    """The confidence sequence of cell b minus cell a for each pair, at level ``alpha``."""
-    pair = differences(judged, sample, estimates, a, b)
-    radius = sequence_radius(pair.variance, pair.unit_variance, alpha, n_opt)
+    """The confidence sequence of cell b minus cell a for each pair, each end at ``alpha``,
+    its variance at least the leaderboard's pooled one (``pool``, default `pool_pairs` of
+    the comparable cells)."""
+    if pool is None:
+        pool = pool_pairs(judged, sample, estimates, comparable_cells(judged, needed))
+    pair = differences(judged, sample, estimates, a, b).pooled_with(pool, judged.pool[a])
+    radius = sequence_radius(pair.variance, pair.horizon_variance, alpha)
     radius = radius * small_sample_factor(pair.df, alpha)
     covered = np.minimum(estimates.n_human_scenarios[a], estimates.n_human_scenarios[b])
     ready = (pair.df >= MIN_DF) & (covered >= needed) & np.isfinite(radius)
@@ -168,24 +204,22 @@ def cell_scenarios(judged: Judged) -> _Int:
     return out
 
 
-def scenario_count(judged: Judged) -> float:
-    """The most scenarios any cell has: where the sequences are made tightest."""
-    return float(max(int(cell_scenarios(judged).max(initial=0)), 1))
-
-
 @dataclass(frozen=True)
 class LeaderDecision:
     """Per pool (leaderboard): its leader, and whether the sequences have decided it.
 
     Attributes:
-        leader: (P,) the cell with the highest estimate (-1: a cell has no estimate yet).
-        decided: (P,) every other cell's sequence lies below the leader.
-        comparisons: Every (leader, other) pair: ``mean`` is other minus leader.
+        leader: (P,) the comparable cell with the highest estimate (-1: a comparable cell
+            has no estimate yet, or none is comparable).
+        decided: (P,) every other comparable cell's sequence lies below the leader.
+        comparisons: Every (leader, other comparable cell) pair: ``mean`` is other minus
+            leader.
         low: Lower end of each pair's confidence sequence.
         high: Upper end.
         ready: Each pair has a sequence (enough human-judged scenarios on both sides).
-        alpha: The level each pair's sequence was made at.
-        n_opt: Scenarios where the sequences are tightest.
+        alpha: The level of each end of each pair's sequence (α / (C − 1)).
+        comparable: (C,) the cell's runs cover enough scenarios to be compared at all; the
+            others are set aside (a cell short of scenarios never blocks the rest).
         needed: Human-judged scenarios a cell needs for a sequence.
     """
 
@@ -196,8 +230,15 @@ class LeaderDecision:
     high: _Float
     ready: npt.NDArray[np.bool_]
     alpha: _Float
-    n_opt: float
+    comparable: npt.NDArray[np.bool_]
     needed: int = 6
+
+
+def comparable_cells(judged: Judged, needed: int) -> npt.NDArray[np.bool_]:
+    """(C,) the cells whose runs (judged or not) cover at least ``needed`` scenarios: only
+    they can ever have a sequence; the rest are set aside."""
+    out: npt.NDArray[np.bool_] = (judged.scenario_weights() > 0).sum(axis=1) >= needed
+    return out
 
 
 def decide_leader(
@@ -205,38 +246,50 @@ def decide_leader(
     sample: Sample,
     estimates: Estimates,
     alpha: float = ALPHA,
-    n_opt: float | None = None,
 ) -> LeaderDecision:
-    """Whether each pool's leader is decided by anytime-valid sequences (see module doc).
+    """Whether each pool's leader is decided by the sequences (see the module's description).
+
+    Only comparable cells (`comparable_cells`) take part; among them the leader is the
+    highest estimate once every one of them has an estimate.
 
     Args:
         judged: The units.
         sample: The human scores used.
         estimates: `estimate(judged, sample)`.
-        alpha: The chance, over all looks, of naming a leader that is not the best cell.
-        n_opt: Scenarios where the sequences are tightest [default: a cell's scenarios].
+        alpha: The chance, over all looks, of naming a leader that is not the best
+            comparable cell.
     """
     pools, cells = judged.n_pools, judged.n_cells
-    mean = np.where(np.isfinite(estimates.variance), estimates.mean, -np.inf)
+    needed = scenarios_needed(alpha)
+    comparable = comparable_cells(judged, needed)
+    known = np.isfinite(estimates.variance)
+    mean = np.where(known & comparable, estimates.mean, -np.inf)
     order = np.lexsort((-mean, judged.pool))  # by pool, then highest mean first
     first = np.ones(cells, dtype=bool)
     first[1:] = judged.pool[order][1:] != judged.pool[order][:-1]
     leader = np.full(pools, -1, dtype=np.intp)
     leader[judged.pool[order][first]] = order[first]
-    complete = np.bincount(judged.pool, weights=np.isfinite(estimates.variance), minlength=pools)
-    size = np.bincount(judged.pool, minlength=pools)
-    leader = np.where(complete == size, leader, -1)
+    complete = np.bincount(judged.pool, weights=known & comparable, minlength=pools)
+    size = np.bincount(judged.pool, weights=comparable, minlength=pools).astype(np.intp)
+    leader = np.where((complete == size) & (size > 0), leader, -1)
 
-    others = np.flatnonzero(leader[judged.pool] != np.arange(cells))
+    others = np.flatnonzero((leader[judged.pool] != np.arange(cells)) & comparable)
     others = others[leader[judged.pool[others]] >= 0]
     a = leader[judged.pool[others]]
     per_pair_alpha = alpha / np.maximum(size[judged.pool[others]] - 1, 1)
-    n_opt = scenario_count(judged) if n_opt is None else n_opt
-    needed = scenarios_needed(alpha)
-    seq = sequences(judged, sample, estimates, a, others, per_pair_alpha, n_opt, needed)
+    pool = pool_pairs(judged, sample, estimates, comparable)
+    seq = sequences(judged, sample, estimates, a, others, per_pair_alpha, needed, pool)
     below = seq.ready & (seq.high < 0)
     settled = np.bincount(judged.pool[others], weights=below, minlength=pools)
     decided = (leader >= 0) & (settled == size - 1)
     return LeaderDecision(
-        leader, decided, seq.pair, seq.low, seq.high, seq.ready, per_pair_alpha, n_opt, needed
+        leader,
+        decided,
+        seq.pair,
+        seq.low,
+        seq.high,
+        seq.ready,
+        per_pair_alpha,
+        comparable,
+        needed,
     )

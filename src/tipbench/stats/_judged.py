@@ -9,7 +9,7 @@ scored (`stats._ppi` weighs each by the inverse).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,8 @@ class Judged:
         known: (U,) the human's score was there before sampling began: it stands for itself.
         pool: (C,) cells that share λ (one pool per leaderboard; a simulation runs many).
         floor: The least variance of one scenario's value (`stats._floor`).
+        horizon: (C, S) each cell's weight on each scenario once every run of the
+            experiment is judged; None: these units are every run (`scenario_weights`).
     """
 
     cell: _Int
@@ -44,6 +46,7 @@ class Judged:
     known: _Bool
     pool: _Int
     floor: float = 0.0
+    horizon: _Float | None = None
 
     @property
     def n_cells(self) -> int:
@@ -78,11 +81,23 @@ class Judged:
         weight = 1.0 / (per_group * groups[cell]) if len(cell) else np.zeros(0)
         return cls(cell, scenario, weight, auto, human, known, pool, floor)
 
+    def scenario_weights(self) -> _Float:
+        """(C, S) each cell's weight on each scenario with every run of the experiment judged:
+        the design the horizon of the confidence sequences is read on (`stats._confseq`)."""
+        if self.horizon is not None:
+            return self.horizon
+        s = self.n_scenarios
+        flat = self.cell * s + self.scenario
+        table = np.bincount(flat, weights=self.weight, minlength=self.n_cells * s)
+        out: _Float = table.astype(np.float64).reshape(self.n_cells, s)
+        return out
+
     def human_tier(self) -> Judged:
         """The human-scored units alone, each standing for itself, without the judge: the
-        human tier's figures (a cell's mean over its human-judged scenarios)."""
+        human tier's figures (a cell's mean over its human-judged scenarios). Its horizon
+        stays every run's: what the human scores will cover once every run is judged."""
         scored = np.flatnonzero(~np.isnan(self.human))
-        return Judged.build(
+        tier = Judged.build(
             self.cell[scored],
             self.scenario[scored],
             np.full(len(scored), np.nan),
@@ -91,6 +106,7 @@ class Judged:
             self.pool,
             self.floor,
         )
+        return replace(tier, horizon=self.scenario_weights())
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ together on a few scenarios have shown no spread, not proved that there is none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,15 @@ import numpy.typing as npt
 from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._ppi import Estimates, _imputed
 
-__all__ = ["Difference", "differences", "half_width", "t_p_value", "t_quantile"]
+__all__ = [
+    "Difference",
+    "PairPool",
+    "differences",
+    "half_width",
+    "pool_pairs",
+    "t_p_value",
+    "t_quantile",
+]
 
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]
@@ -28,14 +36,75 @@ MIN_COVARIANCE_SCENARIOS = 3
 
 @dataclass(frozen=True)
 class Difference:
-    """Pairs of cells compared (arrays of length P): ``mean`` is cell b minus cell a."""
+    """Pairs of cells compared (arrays of length P): ``mean`` is cell b minus cell a.
+
+    Attributes:
+        a: The first cell of each pair; b: the second.
+        mean: b minus a.
+        scenario_variance: The part of its variance from the scenarios being a sample.
+        sampling_variance: The part from scoring only a sample of the runs (both cells').
+        scenario_df: Degrees of freedom of the scenario part (scenarios − 1, or the
+            leaderboard's pooled ones: `pooled_with`).
+        sampling_df: Degrees of freedom of the sampling part.
+        unit_variance: The variance of one scenario's difference.
+        horizon_variance: The variance once every run is judged (the scenario part at every
+            run's weights): where the confidence sequences end (`stats._confseq`).
+    """
 
     a: _Int
     b: _Int
     mean: _Float
-    variance: _Float
+    scenario_variance: _Float
+    sampling_variance: _Float
+    scenario_df: _Float
+    sampling_df: _Float
+    unit_variance: _Float
+    horizon_variance: _Float
+
+    @property
+    def variance(self) -> _Float:
+        out: _Float = self.scenario_variance + self.sampling_variance
+        return out
+
+    @property
+    def df(self) -> _Float:
+        """Satterthwaite's degrees of freedom of the two parts."""
+        scenario, sampling = self.scenario_variance, self.sampling_variance
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = scenario**2 / self.scenario_df + np.where(
+                sampling > 0, sampling**2 / self.sampling_df, 0.0
+            )
+            out: _Float = np.where(spread > 0, self.variance**2 / spread, self.scenario_df)
+        return out
+
+    def pooled_with(self, pool: PairPool, pools: _Int) -> Difference:
+        """The same pairs with each one's unit variance at least its leaderboard's pooled
+        one (``pools``: each pair's pool): where the pool's is the larger, its degrees of
+        freedom too, and the scenario parts scaled to it (see `pool_pairs`)."""
+        from scipy.special import fdtri
+
+        pooled = pool.unit_variance[pools]
+        with np.errstate(invalid="ignore"):
+            steady = self.unit_variance <= pooled * fdtri(self.scenario_df, pool.df[pools], 0.9)
+        larger = np.isfinite(pooled) & steady
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = np.where(larger, pooled / self.unit_variance, 1.0)
+        return replace(
+            self,
+            scenario_variance=self.scenario_variance * scale,
+            scenario_df=np.where(larger, pool.df[pools], self.scenario_df),
+            unit_variance=self.unit_variance * scale,
+            horizon_variance=self.horizon_variance * scale,
+        )
+
+
+@dataclass(frozen=True)
+class PairPool:
+    """Per pool (leaderboard): the variance of one scenario's difference pooled over every
+    pair of its comparable cells, and its degrees of freedom (NaN: fewer than two cells)."""
+
+    unit_variance: _Float
     df: _Float
-    unit_variance: _Float  # of one scenario's difference
 
 
 def _scenario_table(judged: Judged, values: _Float, usable: _Bool) -> tuple[_Float, _Float]:
@@ -88,22 +157,61 @@ def differences(
     judge_cov = _covariance(judge, a, b, 2)
     residual_cov = _covariance(residuals, a, b, MIN_COVARIANCE_SCENARIOS)
     cov = e.lam[a] * e.lam[b] * judge_cov + residual_cov
-    bound = np.sqrt(e.unit_variance[a] * e.unit_variance[b])
+    unit_a, unit_b = e.own_unit_variance[a], e.own_unit_variance[b]
+    bound = np.sqrt(unit_a * unit_b)
     cov = np.clip(cov, -bound, bound)
-    cross = (weight[a] * weight[b]).sum(axis=1)
-    squares_a, squares_b = (weight[a] ** 2).sum(axis=1), (weight[b] ** 2).sum(axis=1)
-    scenario = e.unit_variance[a] * squares_a + e.unit_variance[b] * squares_b
     floor = 2.0 * judged.floor
-    scenario = np.maximum(scenario - 2.0 * cov * cross, floor * 0.5 * (squares_a + squares_b))
-    unit_variance = np.maximum(e.unit_variance[a] + e.unit_variance[b] - 2.0 * cov, floor)
+
+    def scenario_part(table: _Float) -> _Float:
+        squares_a, squares_b = (table[a] ** 2).sum(axis=1), (table[b] ** 2).sum(axis=1)
+        cross = (table[a] * table[b]).sum(axis=1)
+        part = unit_a * squares_a + unit_b * squares_b - 2.0 * cov * cross
+        out: _Float = np.maximum(part, floor * 0.5 * (squares_a + squares_b))
+        return out
+
+    with np.errstate(invalid="ignore"):
+        sampling_df = np.fmin(e.df[a], e.df[b])
     return Difference(
         a=a,
         b=b,
         mean=e.mean[b] - e.mean[a],
-        variance=scenario + e.sampling_variance[a] + e.sampling_variance[b],
-        df=np.minimum(e.df[a], e.df[b]),
-        unit_variance=unit_variance,
+        scenario_variance=scenario_part(weight),
+        sampling_variance=e.sampling_variance[a] + e.sampling_variance[b],
+        scenario_df=np.minimum(e.own_df[a], e.own_df[b]),
+        sampling_df=sampling_df,
+        unit_variance=np.maximum(unit_a + unit_b - 2.0 * cov, floor),
+        horizon_variance=scenario_part(judged.scenario_weights()),
     )
+
+
+def pool_pairs(judged: Judged, sample: Sample, estimates: Estimates, cells: _Bool) -> PairPool:
+    """The variance of one scenario's difference, pooled per pool over every pair of
+    ``cells`` (weighted by their degrees of freedom), as the two-way analysis of variance
+    of cell × scenario pools its interaction: the mean over the C(C − 1)/2 pairs of their
+    variances is twice its mean square, whose (C − 1)(S − 1) degrees of freedom are 2 / C
+    times theirs added up. Cells of one leaderboard are judged by the same people on the
+    same scenarios; a pair whose own variance is larger keeps it (`Difference.pooled_with`),
+    so a volatile cell is never compared at the others' steadiness."""
+    pools = judged.n_pools
+    members = np.flatnonzero(cells)
+    order = members[np.argsort(judged.pool[members], kind="stable")]
+    pool_of = judged.pool[order]
+    i, j = np.triu_indices(len(order), 1)
+    same = pool_of[i] == pool_of[j]
+    a, b = order[i[same]], order[j[same]]
+    pair = differences(judged, sample, estimates, a, b)
+    df = np.where(np.isfinite(pair.unit_variance), pair.scenario_df, 0.0)
+    df = np.where(df > 0, df, 0.0)
+    where = judged.pool[a]
+    total_df = np.bincount(where, weights=df, minlength=pools)
+    weighted = np.bincount(
+        where, weights=np.where(df > 0, df * pair.unit_variance, 0.0), minlength=pools
+    )
+    size = np.bincount(pool_of, minlength=pools).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = np.where(total_df > 0, weighted / total_df, np.nan)
+        pooled_df = np.where(size >= 2, 2.0 / size * total_df, np.nan)
+    return PairPool(unit, pooled_df)
 
 
 def t_quantile(p: float, df: _Float) -> _Float:

@@ -74,7 +74,11 @@ class Estimates:
         n_effective: Human-judged scenarios the estimate is worth: how many a human alone
             would need for the same variance (runs, where each scenario has one).
         lam: λ the cell used (0: the human scores alone).
-        unit_variance: The variance of one scenario's value of the cell.
+        unit_variance: The variance of one scenario's value of the cell (at least its
+            leaderboard's pooled one: a cell's own interval never rests on few scores alone).
+        own_unit_variance: That variance read on the cell's own scenarios only (unbiased;
+            what paired comparisons pool at the level of the pair, `stats._paired`).
+        own_df: Degrees of freedom of ``own_unit_variance``'s human part (scenarios − 1).
         residual_variance: The variance of one run's human score less λ times the
             judge's: how far the judge's scores leave the human's unexplained.
     """
@@ -91,6 +95,8 @@ class Estimates:
     lam: _Float
     unit_variance: _Float
     residual_variance: _Float
+    own_unit_variance: _Float
+    own_df: _Float
 
 
 class _Figures(NamedTuple):
@@ -102,6 +108,7 @@ class _Figures(NamedTuple):
     df: _Float  # Satterthwaite's degrees of freedom
     unit: _Float  # the variance of one scenario's value
     residual: _Float  # one run's residual variance (human − λ · judge)
+    own_unit: _Float  # the variance of one scenario's value, the cell's own scenarios only
 
 
 def _imputed(judged: Judged) -> _Float:
@@ -179,14 +186,19 @@ class _Population:
     n_labelled: _Int
     n_scenarios: _Int
 
-    def variance(self, judged: Judged, lam: _Float) -> tuple[_Float, _Float, _Float]:
+    def variance(self, judged: Judged, lam: _Float) -> tuple[_Float, _Float, _Float, _Float]:
         """The variance of one scenario's value: the judge's part, the human scores' part
-        (at least the floor), and the degrees of freedom of the latter."""
-        residual, dof = _pooled(judged, self.scenarios.residual(lam), self.scenarios.dof)
+        (at least the floor; pooled with the leaderboard's cells), the degrees of freedom of
+        the latter, and the human part read on the cell's own scenarios alone."""
+        own = self.scenarios.residual(lam)
+        residual, dof = _pooled(judged, own, self.scenarios.dof)
         cross = _mean_of_pool(judged, self.scenarios.cross(lam), self.scenarios.dof)
         judge_part = lam * lam * self.judge
         human_part = np.maximum(residual + 2.0 * lam * cross, judged.floor)
-        return judge_part, np.where(np.isfinite(residual), human_part, np.nan), dof
+        own_cross = np.where(self.scenarios.dof >= 1, self.scenarios.cross(lam), 0.0)
+        own_part = np.maximum(own + 2.0 * lam * own_cross, judged.floor)
+        own_part = np.where(np.isfinite(own), own_part, human_part)
+        return judge_part, np.where(np.isfinite(residual), human_part, np.nan), dof, own_part
 
 
 def _population(judged: Judged, sample: Sample, auto: _Float, d: _Design) -> _Population:
@@ -248,7 +260,7 @@ def estimate(judged: Judged, sample: Sample, *, use_judge: bool = True) -> Estim
         done = fully_known | (d.gain == 0.0)  # every open unit scored: nothing left to sample
         with np.errstate(invalid="ignore"):
             sampling = np.where(done, 0.0, np.where(dof >= 1, d.gain * residual, np.nan))
-        judge_part, human_part, human_dof = pop.variance(judged, lam)
+        judge_part, human_part, human_dof, own_part = pop.variance(judged, lam)
         human_dof = np.fmin(human_dof, np.where(dof >= 1, dof, np.nan))
         unit = judge_part + human_part
         scenario = unit * pop.squares
@@ -260,7 +272,7 @@ def estimate(judged: Judged, sample: Sample, *, use_judge: bool = True) -> Estim
         with np.errstate(invalid="ignore", divide="ignore"):
             df = variance**2 / (judged_part**2 / pop.judge_dof + rest**2 / human_dof)
         df = np.where(rest > 0, df, pop.judge_dof)
-        return _Figures(variance, scenario, sampling, df, unit, residual)
+        return _Figures(variance, scenario, sampling, df, unit, residual, judge_part + own_part)
 
     fitted = use_judge
     lam = _pooled_lambda(judged, d)[judged.pool] if use_judge else np.zeros(c)
@@ -293,6 +305,8 @@ def estimate(judged: Judged, sample: Sample, *, use_judge: bool = True) -> Estim
         lam=lam,
         unit_variance=kept.unit,
         residual_variance=np.where(fully_known, np.nan, kept.residual),
+        own_unit_variance=kept.own_unit,
+        own_df=pop.scenarios.dof,
     )
 
 
