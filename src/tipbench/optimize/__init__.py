@@ -23,6 +23,7 @@ from tipbench.optimize._config import (
 if TYPE_CHECKING:
     from tipbench.optimize._checks import SkipReason
     from tipbench.optimize._cost import Cost, Speed
+    from tipbench.optimize._engine import iteration_ceiling
     from tipbench.optimize._heldout import HeldOut, run_heldout
     from tipbench.optimize._lineage import Skipped, skipped_by_reason
     from tipbench.optimize._record import (
@@ -69,6 +70,7 @@ _LAZY = {
     "OptimizeProgress": "_run",
     "Prepared": "_run",
     "iteration_cost": "_run",
+    "iteration_ceiling": "_engine",
     "optimize": "_run",
     "prepare": "_run",
     "working_suite": "_run",
@@ -133,6 +135,7 @@ __all__ = [
     "Speed",
     "Split",
     "gate_scenarios",
+    "iteration_ceiling",
     "iteration_cost",
     "lineage_document",
     "lineage_rows",
