@@ -1,5 +1,6 @@
-"""In simulation, each estimator's 95% interval covers the policy's true value in at least 90%
-of 100 seeded repetitions: for shadows (logged probabilities) and a replayed policy."""
+"""In simulation, each estimator's 95% interval covers the policy's true value in at least 93%
+of 100 seeded repetitions (96–100% here): for shadows (logged probabilities) and a replayed
+policy; the log read in chunks gives the same figures as read whole."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def test_intervals_cover_the_true_value(simulated: tuple[list, object]) -> None:
     rates = {key: float(np.mean(hits)) for key, hits in covered.items()}
     assert len(rates) == 9
     assert all(len(hits) == REPETITIONS for hits in covered.values())
-    assert min(rates.values()) >= 0.90, rates
+    assert min(rates.values()) >= 0.93, rates
 
 
 def test_a_replayed_policy_gets_the_probabilities_it_would_have_logged(

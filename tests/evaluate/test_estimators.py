@@ -28,24 +28,28 @@ def test_exact_figures_on_a_hand_made_log() -> None:
     # The reward model's folds (by decision id): rows 0-1 and rows 2-3. Each category's ridge
     # on the bias alone predicts Σr/(n + 1) from the other fold: rows 0-1 get q(focus) =
     # 0.5/2, q(break) = 1/2 (from rows 2-3), rows 2-3 get q(focus) = 1/2, q(break) = 0/2.
+    # The variance floors' model adds 2 rewards of 1 and 2 of 0: (Σr + 2)/(n + 4 + 1), so
+    # rows 0-1 get q̃ = (2.5/6, 3/6), rows 2-3 q̃ = (3/6, 2/6).
     # Each candidate's expected squared weight v = π²/p: rows 0-1 (1.28, 0.08), rows 2-3
-    # (2/45, 6.4); so Σ v·q = 2·(0.32 + 0.04) + 2·(1/45 + 0) and Σ v = 2·1.36 + 2·(2/45 + 6.4).
-    sum_vq, sum_v = 0.72 + 2 / 45, 2.72 + 2 * (2 / 45 + 6.4)
+    # (2/45, 6.4).
+    sum_v = 2 * 1.36 + 2 * (2 / 45 + 6.4)
+    sum_vq = 2 * (1.28 * 2.5 / 6 + 0.08 * 0.5) + 2 * (2 / 45 * 0.5 + 6.4 * 2 / 6)
+    sum_vqq = 2 * (1.28 * (2.5 / 6) * (3.5 / 6) + 0.08 / 4) + 2 * (2 / 45 / 4 + 6.4 * 2 / 9)
     # IPS: (1.6·1 + 0.4·0 + 8·1 + 2/9·0.5)/4; its sample sd beats the model's second moment
     assert ips.value == pytest.approx(9.711111 / 4, abs=1e-6)
     assert sum_vq / 4 - ips.value**2 < 14.331975 / 3
     assert ips.se == pytest.approx(math.sqrt(14.331975 / 4), abs=1e-5)
     assert ips.low == pytest.approx(ips.value - Z * ips.se)
     # SNIPS: Σw·r/Σw; the delta method's se √Σ(w(r − V))²/Σw = √0.3208/(92/9) is far below
-    # what the reward model expects, (1/n)·Σ v·(q·(1 − 2V) + V²) over n: that one is taken
+    # what the reward model expects, (1/n)·Σ v·(q̃·(1 − 2V) + V²) over n: that one is taken
     assert snips.value == pytest.approx(0.95, abs=1e-9)
     expected = ((1 - 2 * 0.95) * sum_vq + 0.95**2 * sum_v) / 4
     assert math.sqrt(0.3208) / (92 / 9) < math.sqrt(expected / 4)
     assert snips.se == pytest.approx(math.sqrt(expected / 4), abs=1e-9)
     # DR terms: 0.3 + 1.6·0.75, 0.3 + 0.4·(−0.5), 0.1 + 8·1, 0.1 + 2/9·0 = 1.5, 0.1, 8.1, 0.1;
-    # their sample variance beats the model's (1/n)·Σ v·q·(1 − q)
+    # their sample variance beats the model's (1/n)·Σ v·q̃·(1 − q̃)
     assert dr.value == pytest.approx(9.8 / 4)
-    assert (sum_vq - 2 * (0.08 + 0.02) - 2 * (2 / 45 / 4)) / 4 < 43.87 / 3
+    assert (sum_vq - sum_vqq) / 4 < 43.87 / 3
     assert dr.se == pytest.approx(math.sqrt(43.87 / 3 / 4), abs=1e-6)
     comparison = report.comparison("egreedy-v2")
     assert comparison is not None and comparison.decisions == 4

@@ -27,10 +27,12 @@ def heavy_log(seed: int, n: int = 2000) -> list[dict[str, object]]:
 
 
 def test_heavy_weights_intervals_cover_the_known_value() -> None:
-    """Weights of 30 on 3% of the decisions (effective sample about 70 of 2,000): IPS's 95%
-    interval (its variance from the reward model's second moment) covers the true 0.65 in at
-    least 90% of 200 seeded logs; SNIPS's and DR's (sample variance, which the rare large
-    weights make too small) in about 90%, at least 85% here; every estimator centres on it."""
+    """Weights of 30 on 3% of the decisions (effective sample about 70 of 2,000): each 95%
+    interval (its variance at least what the reward model expects: the rare large weights
+    make a sample's own too small) covers the true 0.65 in at least 90% of these 200 seeded
+    logs (IPS 93.5%, SNIPS and DR 91%: these logs hold more extreme rare-tip means than
+    most; over the next 1,000 seeds 95–96%, and `test_small_samples` asserts 93% on 600
+    logs of each size); every estimator centres on it."""
     covered: dict[str, list[bool]] = {name: [] for name in ESTIMATORS}
     values: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
     for seed in range(REPETITIONS):
@@ -42,7 +44,7 @@ def test_heavy_weights_intervals_cover_the_known_value() -> None:
             covered[name].append(estimate.low <= TRUTH <= estimate.high)
             values[name].append(estimate.value)
     rates = {name: float(np.mean(hits)) for name, hits in covered.items()}
-    assert rates["ips"] >= 0.90 and min(rates.values()) >= 0.85, rates
+    assert min(rates.values()) >= 0.90, rates
     for name in ESTIMATORS:
         assert np.mean(values[name]) == pytest.approx(TRUTH, abs=0.02), name
 

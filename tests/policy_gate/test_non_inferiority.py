@@ -55,8 +55,8 @@ def simulation() -> SimulationReport:
 def test_the_lower_bound_holds_the_true_difference(simulation: SimulationReport) -> None:
     """100 worlds of 1,260 served decisions, two shadows each: the interval of (challenger −
     live) covers the true difference (what the shadow would have shown minus what the live
-    policy showed, in expected reward, decision by decision) in at least 90% of the 200
-    cases, its lower bound lies above it in at most 5% (2.5% nominal), and of the cases
+    policy showed, in expected reward, decision by decision) in at least 93% of the 200
+    cases (97% here), its lower bound lies above it in at most 5% (2.5% nominal), and of the cases
     truly worse by δ or more the gate passes at most 5%."""
     worlds, served = served_worlds(range(REPETITIONS), 30, 14)
     covered, above, worse, passed_worse = [], [], 0, 0
@@ -77,7 +77,7 @@ def test_the_lower_bound_holds_the_true_difference(simulation: SimulationReport)
                 decision = decide_promotion(name, "egreedy-v1", simulation, report)
                 passed_worse += decision.conditions[2].passed
     assert len(covered) == 2 * REPETITIONS
-    assert np.mean(covered) >= 0.90, np.mean(covered)
+    assert np.mean(covered) >= 0.93, np.mean(covered)
     assert np.mean(above) <= 0.05, np.mean(above)
     assert worse >= 50  # enough truly worse challengers for the rate to say something
     assert passed_worse / worse <= 0.05, (passed_worse, worse)

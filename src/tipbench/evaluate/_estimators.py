@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tipbench.evaluate._sums import FOLDS, FeatureSums, GroupSums, PolicySums
+from tipbench.evaluate._sums import FOLDS, FeatureSums, GroupSums, PolicySums, RewardModels
 from tipbench.policies import Vector
 from tipbench.stats import Estimate, json_number
 
@@ -126,14 +126,15 @@ class _Terms:
     difference_floor: float  # Σ_j (v(j) − 2π(j) + p(j))·q(j)·(1 − q(j))
 
 
-def _terms(group: GroupSums, sums: FeatureSums, theta: Vector) -> _Terms:
+def _terms(group: GroupSums, sums: FeatureSums, theta: Vector, floor: Vector) -> _Terms:
+    """At the reward model θ, and the floors' at `floor`."""
     quadratic = float(np.einsum("cd,cdef,ef->", theta, sums.uu, theta))
     linear = float((sums.u * theta).sum())
     ub, ur = float((sums.ub * theta).sum()), float((sums.ur * theta).sum())
-    m = float((sums.m * theta).sum())
-    h = float(np.einsum("cd,cde,ce->", theta, sums.h, theta))
-    mc = float((sums.mc * theta).sum())
-    hc = float(np.einsum("cd,cde,ce->", theta, sums.hc, theta))
+    m = float((sums.m * floor).sum())
+    h = float(np.einsum("cd,cde,ce->", floor, sums.h, floor))
+    mc = float((sums.mc * floor).sum())
+    hc = float(np.einsum("cd,cde,ce->", floor, sums.hc, floor))
     dr = linear + group.wr
     return _Terms(
         dr=dr,
@@ -179,16 +180,23 @@ def _estimates(groups: list[GroupSums], terms: list[_Terms], n: int) -> dict[str
     return {"ips": ips, "snips": snips, "dr": dr}
 
 
-def _group_terms(sums: PolicySums, theta: Vector, version: str) -> dict[tuple[str, int], _Terms]:
-    """Each group's terms, its decisions predicted by the other fold's model."""
+def _group_terms(
+    sums: PolicySums, models: RewardModels, version: str
+) -> dict[tuple[str, int], _Terms]:
+    """Each group's terms, its decisions predicted by the other fold's models."""
     return {
-        (decider, fold): _terms(group, group.features[version], theta[FOLDS - 1 - fold])
+        (decider, fold): _terms(
+            group,
+            group.features[version],
+            models.q[FOLDS - 1 - fold],
+            models.floor[FOLDS - 1 - fold],
+        )
         for (decider, fold), group in sums.groups.items()
     }
 
 
 def paired_difference(
-    sums: PolicySums, theta: Vector, version: str, live: str
+    sums: PolicySums, models: RewardModels, version: str, live: str
 ) -> tuple[int, Estimate | None]:
     """(decisions, the mean of DR term − r over them) on the decisions `live` made; no
     estimate below 2 decisions."""
@@ -196,7 +204,7 @@ def paired_difference(
     n = sum(sums.groups[key].n for key in keys)
     if n < 2:
         return n, None
-    terms = _group_terms(sums, theta, version)
+    terms = _group_terms(sums, models, version)
     floor = sum(terms[k].difference_floor for k in keys) / n
     total = sum(terms[k].difference for k in keys)
     return n, _mean_of_terms(total, sum(terms[k].difference2 for k in keys), floor, n)
@@ -214,14 +222,14 @@ def _more_for_ess(n: int, ess: float, ratio: float, min_ess: float) -> int:
 def estimate_policy(
     policy: str,
     sums: PolicySums,
-    theta: Vector | None,
+    models: RewardModels | None,
     version: str,
     source: Literal["logged", "replayed"] = "logged",
     *,
     min_decisions: int = MIN_DECISIONS,
     min_ess: float = MIN_ESS,
 ) -> PolicyEvaluation:
-    """IPS, SNIPS and DR of a policy from its sums (`theta`: the folds' reward models)."""
+    """IPS, SNIPS and DR of a policy from its sums (`models`: the folds' reward models)."""
     groups = list(sums.groups.values())
     n = sums.n
 
@@ -231,7 +239,7 @@ def estimate_policy(
         clipped = _total(groups, "clipped") / n if n else np.nan
         return PolicyEvaluation(policy, source, status, reason, n, ess, clipped, {}, more)
 
-    if n < min_decisions or theta is None:
+    if n < min_decisions or models is None:
         return refused(
             "too little data",
             f"{n:,} rewarded decisions with its probabilities; {min_decisions:,} needed",
@@ -258,7 +266,7 @@ def estimate_policy(
             ess,
             _more_for_ess(n, ess, ratio, min_ess),
         )
-    terms = list(_group_terms(sums, theta, version).values())
+    terms = list(_group_terms(sums, models, version).values())
     raw = _total(groups, "raw")
     cut = _total(groups, "cut") / raw if raw > 0 else 0.0
     return PolicyEvaluation(

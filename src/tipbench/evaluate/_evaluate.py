@@ -230,7 +230,7 @@ def _report(
     min_ess: float,
 ) -> EvaluationReport:
     version = reading.versions[-1]
-    theta = reading.model.fit(version, REWARD_MODEL_RIDGE) if reading.rewarded else None
+    models = reading.model.fit(version, REWARD_MODEL_RIDGE) if reading.rewarded else None
     names = [p for p in reading.logged if p != live] if every_logged else []
     names = list(dict.fromkeys([*names, *asked]))
     evaluations, comparisons = [], []
@@ -244,11 +244,11 @@ def _report(
         else:
             sums, source = reading.sums(reading.replayed, name), "replayed"
         found = estimate_policy(
-            name, sums, theta, version, source, min_decisions=min_decisions, min_ess=min_ess
+            name, sums, models, version, source, min_decisions=min_decisions, min_ess=min_ess
         )
         evaluations.append(found)
-        if live and name != live and found.status == "estimated" and theta is not None:
-            n, difference = paired_difference(sums, theta, version, live)
+        if live and name != live and found.status == "estimated" and models is not None:
+            n, difference = paired_difference(sums, models, version, live)
             comparisons.append(Comparison(name, live, n, difference))
     return EvaluationReport(
         decisions=reading.decisions,

@@ -30,6 +30,7 @@ v1 (7); both are summed until a decision without v2 features drops v2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,6 +39,17 @@ from tipbench.policies import FEATURES_V1, FEATURES_V2, Vector, ridge_inverse, r
 
 FOLDS = 2
 VERSIONS = {"v1": len(FEATURES_V1), "v2": len(FEATURES_V2)}
+PSEUDO_REWARDS = 2.0  # the variance floors' model adds 2 rewards of 1 and 2 of 0 per category
+
+
+class RewardModels(NamedTuple):
+    """(FOLDS, C, d) θ of each fold's reward model: the estimates' (`q`), and the variance
+    floors' (`floor`), whose every category also saw 2 rewards of 1 and 2 of 0 at the
+    features' bias (Agresti & Coull, 1998: a spread read at a mean estimated from few
+    rewards is too small where that mean came out near 0 or 1)."""
+
+    q: Vector
+    floor: Vector
 
 
 def _grow(array: Vector, axes: tuple[int, ...], size: int) -> Vector:
@@ -73,7 +85,7 @@ class Categories:
     def codes(self, traffic: Traffic) -> Ints:
         """(n, K) the chunk's candidates' category indices (0 on the padding), adding any new
         category."""
-        for names in traffic.categories:
+        for names in dict.fromkeys(traffic.categories):
             for name in names:
                 self.index.setdefault(name, len(self.index))
         ordered = tuple(self.index)
@@ -111,10 +123,15 @@ class RewardModelSums:
                 self.xx[v][f] += np.einsum("mcd,me->cde", weighted, x[pick])
                 self.rx[v][f] += np.einsum("mcd,m->cd", weighted, reward[pick])
 
-    def fit(self, version: str, ridge: float) -> Vector:
-        """(FOLDS, C, d) θ of each fold's model (a category a fold never showed predicts 0)."""
-        theta: Vector = ridge_theta(ridge_inverse(self.xx[version], ridge), self.rx[version])
-        return theta
+    def fit(self, version: str, ridge: float) -> RewardModels:
+        """Each fold's models (a category a fold never showed predicts 0, or 1/2 for the
+        floors); the features' first is the bias."""
+        xx, rx = self.xx[version], self.rx[version]
+        q = ridge_theta(ridge_inverse(xx, ridge), rx)
+        xx, rx = xx.copy(), rx.copy()
+        xx[..., 0, 0] += 2 * PSEUDO_REWARDS
+        rx[..., 0] += PSEUDO_REWARDS
+        return RewardModels(q, ridge_theta(ridge_inverse(xx, ridge), rx))
 
 
 @dataclass

@@ -75,14 +75,19 @@ class Traffic:
     def category_codes(self, categories: tuple[str, ...]) -> Ints:
         """(n, K) category indices into `categories` (0 on the padding)."""
         index = {c: i for i, c in enumerate(categories)}
+        known = {names: [index[c] for c in names] for names in set(self.categories)}
         codes = np.zeros(self.mask.shape, dtype=np.int64)
+        if self.mask.all():  # as many candidates in every decision
+            if self.n:
+                codes[:] = [known[names] for names in self.categories]
+            return codes
         for row, names in enumerate(self.categories):
-            codes[row, : len(names)] = [index[c] for c in names]
+            codes[row, : len(names)] = known[names]
         return codes
 
     @property
     def category_names(self) -> tuple[str, ...]:
-        return tuple(sorted({c for names in self.categories for c in names}))
+        return tuple(sorted({c for names in set(self.categories) for c in names}))
 
 
 class _Builder:
