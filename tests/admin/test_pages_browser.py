@@ -265,14 +265,14 @@ def test_bench_panel_shows_each_tiers_leaderboard_as_table_and_chart(
 
     rows = human.locator("tbody tr")
     assert _cells(rows.nth(0))[:4] == ["1=", ALPHA, "v1", f"{85 / 6:.2f}"]
-    assert _cells(rows.nth(0))[-1] == "leader"
+    assert _cells(rows.nth(0))[4] == "leader"  # the standing beside the composite
     assert _cells(rows.nth(1))[:3] == ["1=", GAMMA, "v1"]  # three pairs: cannot be separated
-    assert _cells(rows.nth(1))[-1] == "undecided"
+    assert _cells(rows.nth(1))[4] == "undecided"
     assert _cells(rows.nth(2))[:3] == ["3", BETA, "v1"]
-    assert _cells(rows.nth(2))[-1] == "behind"
+    assert _cells(rows.nth(2))[4] == "behind"
     assert _cells(rows.nth(3))[:3] == ["–", ALPHA, "v2"]
-    assert _cells(rows.nth(3))[-1] == "too little data"
-    assert _cells(rows.nth(3))[4] == "–"  # two scenarios: no interval, and the notes say why
+    assert _cells(rows.nth(3))[4] == "too little data"
+    assert _cells(rows.nth(3))[5] == "–"  # two scenarios: no interval, and the notes say why
     expect(human).to_contain_text("none (–) on fewer than 6 scenarios")
     assert [_cells(row)[1] for row in auto.locator("tbody tr").all()] == [BETA, DELTA, ALPHA]
 
@@ -435,7 +435,7 @@ def test_a_run_started_from_the_form_is_watched_to_its_leaderboard(
     row = auto.locator("tbody tr")
     expect(row).to_have_count(1)
     assert _cells(row)[:3] == ["1", "llamacpp:smollm2-135m", "v1"]
-    assert _cells(row)[-1] == "leader"
+    assert _cells(row)[4] == "leader"
     expect(auto.get_by_role("note")).to_contain_text(
         "judge llamacpp:smollm2-135m is NOT calibrated"
     )  # its scores are not evidence, and the panel says so
