@@ -74,8 +74,9 @@ class OptimizeBar(_BarProgress):
     "--reflection-model",
     default=DEFAULT_JUDGE_MODEL,
     show_default=True,
-    help="The model that proposes new versions: an Ollama model of 3B or more is useful; "
-    "the bundled 135M model only shows the mechanics.",
+    help="The model that proposes new versions: one of 3B or more is useful (SPEC@3B declares "
+    "the size of a model its server does not report); the bundled 135M model only shows the "
+    "mechanics.",
 )
 @click.option(
     "--judge-model",
