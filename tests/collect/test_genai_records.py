@@ -338,11 +338,13 @@ def test_collect_says_where_mlflow_shows_the_candidates_and_scores(
     done = tipbench("collect", *grid)
     assert done.returncode == 0, done.stderr
     experiment_id = Found(sqlite_uri).experiment_id
-    traces = f"http://127.0.0.1:5000/#/experiments/{experiment_id}/traces"
+    traces = f"http://127.0.0.1:8767/#/experiments/{experiment_id}/traces"
     ui = f"MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false mlflow ui --backend-store-uri {sqlite_uri}"
+    ui += " --port 8767"
     assert f"look at it: {ui}" in done.stdout
     assert f"its candidates and scores: {traces}" in done.stdout  # where `mlflow ui` serves
     # the command, as a user pastes it, serves the experiment without MLflow's job consumers
+    # (on a port free here: the last --port is the one that counts)
     with PastedServer(tmp_path, f"{ui} --port {{port}}") as pasted:
         got = json.load(
             urlopen(f"{pasted.url}/api/2.0/mlflow/experiments/get?experiment_id={experiment_id}")

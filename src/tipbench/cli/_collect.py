@@ -21,11 +21,11 @@ from tipbench.collect import (
     CollectResult,
     collect,
 )
-from tipbench.tracking import mlflow_ui_command, traces_page
+from tipbench.tracking import MLFLOW_UI_PORT, mlflow_ui_command, traces_page
 
 F = TypeVar("F", bound=Callable[..., Any])
-#: Where `mlflow ui` serves by default.
-_LOCAL_UI = "http://127.0.0.1:5000"
+#: Where the printed `mlflow ui` command serves.
+_LOCAL_UI = f"http://127.0.0.1:{MLFLOW_UI_PORT}"
 
 
 def grid_options(command: F) -> F:

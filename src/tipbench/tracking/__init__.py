@@ -110,6 +110,7 @@ from tipbench.tracking._store import (
 from tipbench.tracking._trace import (
     EXPERIMENT_KIND_GENAI,
     EXPERIMENT_KIND_TAG,
+    MLFLOW_UI_PORT,
     MLFLOW_WITHOUT_JOBS,
     CellTrace,
     RequestSpan,
@@ -157,6 +158,7 @@ __all__ = [
     "KIND_TAG",
     "LINKED_PROMPTS_TAG",
     "LLM_JUDGE",
+    "MLFLOW_UI_PORT",
     "MLFLOW_WITHOUT_JOBS",
     "MODEL_PATHS",
     "OPTIMIZATION_TAG",

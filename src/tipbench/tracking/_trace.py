@@ -111,10 +111,16 @@ class CellTrace:
 MLFLOW_WITHOUT_JOBS = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
+#: Where that command serves MLflow's UI: not MLflow's default 5000, which an `mlflow server`
+#: on the same machine (docs/mlflow-ui.md) or macOS's AirPlay receiver often holds; beside
+#: `tipbench serve`'s 8765 and `tipbench policy serve`'s 8766.
+MLFLOW_UI_PORT = 8767
+
+
 def mlflow_ui_command(uri: str) -> str:
     """The shell command that serves the local store `uri` in MLflow's UI, without jobs."""
     variables = " ".join(f"{name}={value}" for name, value in MLFLOW_WITHOUT_JOBS.items())
-    return f"{variables} mlflow ui --backend-store-uri {uri}"
+    return f"{variables} mlflow ui --backend-store-uri {uri} --port {MLFLOW_UI_PORT}"
 
 
 def traces_page(ui_url: str, experiment_id: str) -> str:
