@@ -123,7 +123,8 @@ def test_without_an_estimate_the_gate_refuses(simulation: SimulationReport) -> N
 
 
 def test_too_few_seeds_say_so_instead_of_nan() -> None:
-    """With 2 seeds no 95% interval exists (6 are needed): `[+nan, +nan]` was printed."""
+    """With 2 seeds no 95% interval exists (6 are needed): `[+nan, +nan]` was printed, and
+    the mean reward showed a bootstrap interval from the 2 seeds."""
     small = simulate(SimulationConfig(policies=("egreedy-v1", "egreedy-v2"), seeds=2, days=2))
     decision = decide_promotion("egreedy-v2", "egreedy-v1", small.report, None)
     figure = decision.conditions[1].figure
@@ -131,6 +132,14 @@ def test_too_few_seeds_say_so_instead_of_nan() -> None:
     lines = render_report(small.report, "header")
     versus = next(line for line in lines if line.startswith("egreedy-v2 "))
     assert "(no 95% interval from 2 seeds: 6 needed) p = " in versus and "nan" not in versus
+    # nor does the mean reward have one (a bootstrap of 2 seeds is their range)
+    assert versus.split()[1:3] == [
+        f"{small.report.policy('egreedy-v2').overall['reward'].value:.4f}",
+        "(no",
+    ]
+    assert "[" not in versus.split("(no interval)")[0]
+    oracle = next(line for line in lines if line.startswith("oracle "))
+    assert "(no interval)" in oracle
 
 
 def test_the_margin_and_the_live_policy(simulation: SimulationReport) -> None:

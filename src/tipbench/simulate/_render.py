@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from tipbench.simulate._report import SimulationReport
-from tipbench.stats import PairedComparison, pairs_needed
+from tipbench.stats import Estimate, PairedComparison, pairs_needed
 
 
 def paired_interval(c: PairedComparison) -> str:
@@ -16,6 +16,12 @@ def paired_interval(c: PairedComparison) -> str:
         needed = pairs_needed(1 - c.confidence)
         return f"(no {c.confidence:.0%} interval from {c.n_pairs} seeds: {needed} needed)"
     return f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
+
+
+def over_seeds_text(e: Estimate) -> str:
+    """A figure over seeds, `0.3832 [0.3735, 0.3933]`; `0.3832 (no interval)` below the
+    seeds an interval needs (the paired column says how many)."""
+    return e.text() if e.has_interval else f"{e.value:.4f} (no interval)"
 
 
 def render_report(report: SimulationReport, header: str) -> list[str]:
@@ -35,10 +41,10 @@ def render_report(report: SimulationReport, header: str) -> list[str]:
         )
         o = p.overall
         lines.append(
-            f"{name:<{width}}{o['reward'].text():<27}{o['regret'].value:<9.4f}"
+            f"{name:<{width}}{over_seeds_text(o['reward']):<27}{o['regret'].value:<9.4f}"
             f"{o['completion'].value:<11.3f}{o['dismiss'].value:<11.3f}{versus}"
         )
-    lines.append(f"{'oracle':<{width}}{report.oracle.text():<27}(knows the true model)")
+    lines.append(f"{'oracle':<{width}}{over_seeds_text(report.oracle):<27}(knows the true model)")
     personas = list(dict.fromkeys(k for p in report.policies for k in p.per_persona))
     lines += [
         "",

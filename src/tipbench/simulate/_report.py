@@ -1,7 +1,10 @@
 """A simulation's report: every policy's figures over seeds, with CIs and paired differences.
 
 Each figure is the mean over seeds of the per-seed means, with a 95% bootstrap interval over
-seeds (`tipbench.stats.bootstrap_mean_ci`, as the leaderboard's), a `tipbench.stats.Estimate`.
+seeds (`tipbench.stats.bootstrap_mean_ci`, as the leaderboard's), a `tipbench.stats.Estimate`;
+below the seeds an exact paired interval needs (6 at 95%, `tipbench.stats.pairs_needed`) it
+has none: a percentile bootstrap of 2 seeds is their range, which holds the mean half the
+time, and the paired column already said no interval exists there.
 Every policy saw the same worlds (common random numbers), so each is compared with the live
 policy paired by seed: the mean per-seed difference of reward, its interval and the sign-flip
 permutation p-value (`tipbench.stats.paired_comparison`).
@@ -16,6 +19,7 @@ from typing import Any
 
 from tipbench.simulate._outcome import Metrics, SeedOutcome
 from tipbench.stats import (
+    ALPHA,
     CONFIDENCE,
     Estimate,
     IntervalMethod,
@@ -23,6 +27,7 @@ from tipbench.stats import (
     bootstrap_mean_ci,
     json_number,
     paired_comparison,
+    pairs_needed,
 )
 
 METRICS = ("reward", "regret", "completion", "dismiss")
@@ -30,9 +35,11 @@ METRICS = ("reward", "regret", "completion", "dismiss")
 
 def over_seeds(values: Sequence[float], seed: int = 0) -> Estimate:
     """The mean of per-seed figures (NaN ones left out) with its `CONFIDENCE` percentile
-    bootstrap interval over the seeds."""
+    bootstrap interval over the seeds; none from fewer seeds than `pairs_needed`."""
     finite = [v for v in values if not math.isnan(v)]
     mean, low, high = bootstrap_mean_ci(finite, CONFIDENCE, seed=seed)
+    if len(finite) < pairs_needed(ALPHA):
+        low = high = math.nan
     method: IntervalMethod = "none" if math.isnan(low) or math.isnan(high) else "bootstrap"
     return Estimate(mean, low, high, method, n=len(finite))
 
