@@ -198,7 +198,7 @@ def test_comparisons_that_cannot_conclude_say_so(judged: JudgedExperiment) -> No
     assert "none (–) on fewer than 6 scenarios" in " ".join(text.split())
     gamma = next(line for line in text.splitlines() if GAMMA in line)
     assert gamma.split()[0] == "1=" and gamma.rstrip().endswith("1.000*   undecided")
-    delta = next(line for line in text.splitlines() if "ollama:delta" in line)
+    delta = next(line for line in text.splitlines() if line.split()[1:2] == ["ollama:delta"])
     assert delta.split()[-3:] == ["−1.00", "0.250*", "undecided"]
     assert "[−1.00, −1.00]" not in delta and delta.split()[4] == "–"  # no interval of its own
     result = compare(judged, "--tier", "auto", "--format", "json")

@@ -92,18 +92,22 @@ def _candidates(run: CellRun, tier: Tier) -> int:
     return run.candidate_count or len(run.scores(tier))
 
 
-def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int, int]:
+_Design = dict[tuple[str, str], set[str]]
+"""Every cell of an experiment (judged or not) and the scenarios its runs cover."""
+
+
+def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray, int, _Design]:
     """The cells of the tier's judged runs, each (cell, scenario)'s mean scores, the runs
-    read and the scenarios every run (judged or not) covers."""
+    read and every cell with the scenarios its runs (judged or not) cover."""
     keys = [metric_name(tier, column) for column in COLUMNS]
     cells: dict[tuple[str, str], _Cell] = {}
     groups: list[int] = []
     values: list[list[float]] = []
     n_groups = 0
-    every: set[str] = set()
+    every: _Design = {}
     for run in runs:
         metrics = run.metrics
-        every.add(run.scenario_key)
+        every.setdefault((run.model, run.prompt_version), set()).add(run.scenario_key)
         if keys[0] not in metrics:
             continue  # not judged by this tier
         model, prompt = run.model, run.prompt_version
@@ -122,7 +126,7 @@ def _read(runs: Iterable[CellRun], tier: Tier) -> tuple[list[_Cell], _FloatArray
         cell.structured.add(run.structured)
     table = np.asarray(values, dtype=np.float64).reshape(-1, len(keys))
     scenario_values = _group_means(table, np.asarray(groups, dtype=np.intp), n_groups)
-    return list(cells.values()), scenario_values, len(values), len(every)
+    return list(cells.values()), scenario_values, len(values), every
 
 
 def _group_means(table: _FloatArray, groups: npt.NDArray[np.intp], n_groups: int) -> _FloatArray:
@@ -183,7 +187,7 @@ def build_leaderboard(
     """
     if min_scenarios < 1:
         raise ValueError(f"min_scenarios must be at least 1, got {min_scenarios}")
-    cells, scenario_values, n_runs, n_scenarios = _read(runs, tier)
+    cells, scenario_values, n_runs, design = _read(runs, tier)
     scored = sorted(
         (_score(cell, scenario_values, min_scenarios) for cell in cells), key=_Scored.order
     )
@@ -210,35 +214,41 @@ def build_leaderboard(
         rows=tuple(rows),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_runs=n_runs,
-        anytime=_anytime(scored, n_scenarios) if tier == "human" and scored else None,
+        anytime=_anytime(scored, design) if tier == "human" and scored else None,
     )
 
 
-def _anytime(scored: Sequence[_Scored], n_scenarios: int) -> AnytimeLeader:
+def _anytime(scored: Sequence[_Scored], design: _Design) -> AnytimeLeader:
     """The human tier's leader by confidence sequences on its scenario values: what the
-    promotion gate rests on where the combined tier does not decide."""
-    keys = sorted({key for cell in scored for key in cell.per_scenario})
+    promotion gate rests on where the combined tier does not decide. Every cell of the
+    experiment takes part, human-judged or not (one without human scores has no estimate,
+    so no leader is decided without it), and every scenario its runs cover makes the
+    horizon."""
+    values = {(one.model, one.prompt_version): one.per_scenario for one in scored}
+    keys = sorted({key for covered in design.values() for key in covered})
     index = {key: i for i, key in enumerate(keys)}
+    cells = sorted(design)
     cell, scenario, value = [], [], []
-    for c, one in enumerate(scored):
-        for key, composite in one.per_scenario.items():
-            if math.isfinite(composite):
-                cell.append(c)
-                scenario.append(index[key])
-                value.append(composite)
-    values = np.asarray(value, dtype=np.float64)
-    judged = Judged.build(
+    for c, name in enumerate(cells):
+        judged = values.get(name, {})
+        for key in sorted(design[name]):
+            cell.append(c)
+            scenario.append(index[key])
+            value.append(judged.get(key, math.nan))
+    values_array = np.asarray(value, dtype=np.float64)
+    judged_units = Judged.build(
         np.asarray(cell, dtype=np.intp),
         np.asarray(scenario, dtype=np.intp),
-        np.full(len(values), np.nan),
-        values,
-        np.ones(len(values), dtype=bool),
-        np.zeros(len(scored), dtype=np.intp),
+        np.full(len(values_array), np.nan),
+        values_array,
+        np.isfinite(values_array),
+        np.zeros(len(cells), dtype=np.intp),
         score_floor("composite"),
     )
-    decision, covered = human_decision(judged, ALPHA)
-    names = [f"{one.model}|{one.prompt_version}" for one in scored]
-    return anytime_leader(names, decision, covered.tolist(), n_scenarios, ALPHA)
+    decision, covered = human_decision(judged_units, ALPHA)
+    names = [f"{model}|{prompt}" for model, prompt in cells]
+    scenarios = [len(design[name]) for name in cells]
+    return anytime_leader(names, decision, covered.tolist(), scenarios, ALPHA)
 
 
 def _row(scored: _Scored, placing: Placing | None, interval: Estimate) -> LeaderboardRow:

@@ -175,12 +175,11 @@ def combined_board(state: CombinedState, min_scenarios: int, experiment: str = "
 def combined_leader(state: CombinedState) -> AnytimeLeader:
     """The combined tier's leader by its confidence sequences, in names and words."""
     names = [f"{model}|{prompt}" for model, prompt in state.cells]
-    covered = cell_scenarios(state.judged)
     return anytime_leader(
         names,
         state.decision,
         state.estimates.n_human_scenarios.tolist(),
-        int(covered.min()) if len(covered) else 0,
+        cell_scenarios(state.judged).tolist(),
         ALPHA,
     )
 

@@ -144,7 +144,7 @@ def next_cells(
         open_units: (C,) each cell's runs not scored yet.
     """
     pools, cells = judged.n_pools, np.arange(judged.n_cells)
-    has_open = open_units > 0
+    has_open = (open_units > 0) & decision.comparable  # a cell set aside can wait
     covered = estimates.n_human_scenarios
     empty = (estimates.n_sampled == 0) & has_open
     short = (covered < decision.needed) & has_open

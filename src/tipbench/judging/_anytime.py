@@ -53,7 +53,9 @@ class AnytimeLeader:
         message: "the leader is decided", or why not (in words every view shows).
         sequences: Per other cell, the sequence of its difference with the leader (other −
             leader; infinite ends while it has none).
-        alpha: The level of each comparison (α / (C − 1)).
+        alpha: The level of each end of each comparison (α / (C − 1), one-sided).
+        set_aside: The cells whose runs cover too few scenarios to be compared, with their
+            scenarios: the leader is decided among the others.
     """
 
     leader: str | None
@@ -61,6 +63,7 @@ class AnytimeLeader:
     message: str
     sequences: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     alpha: float = math.nan
+    set_aside: Mapping[str, int] = field(default_factory=dict)
 
     def gain_over(self, name: str) -> tuple[float, float] | None:
         """The sequence of (leader − `name`), None if `name` is not compared."""
@@ -75,6 +78,7 @@ class AnytimeLeader:
             "decided": self.decided,
             "message": self.message,
             "alpha_per_comparison": json_number(self.alpha),
+            "set_aside": dict(self.set_aside),
             "sequences": {
                 name: [json_number(low), json_number(high)]
                 for name, (low, high) in self.sequences.items()
@@ -86,7 +90,7 @@ def anytime_leader(
     names: Sequence[str],
     decision: LeaderDecision,
     human_scenarios: Sequence[int],
-    n_scenarios: int,
+    scenarios: Sequence[int],
     alpha: float,
 ) -> AnytimeLeader:
     """A one-pool decision in names and words.
@@ -95,10 +99,11 @@ def anytime_leader(
         names: Each cell's name, in the decision's cell order.
         decision: `decide_leader` on one pool.
         human_scenarios: Each cell's human-judged scenarios.
-        n_scenarios: The experiment's scenarios (what its cells' runs cover at most).
+        scenarios: Each cell's scenarios (what its runs cover, judged or not).
         alpha: The level over all comparisons.
     """
-    too_few = cannot_decide(n_scenarios, alpha)
+    comparable = decision.comparable
+    set_aside = {names[c]: int(n) for c, n in enumerate(scenarios) if not comparable[c]}
     leader = int(decision.leader[0]) if len(decision.leader) else -1
     pair = decision.comparisons
     spans = {
@@ -107,28 +112,42 @@ def anytime_leader(
     }
     each = float(decision.alpha[0]) if len(decision.alpha) else alpha
     name = names[leader] if leader >= 0 else None
-    if too_few is not None:
-        return AnytimeLeader(name, False, too_few, spans, each)
-    if leader < 0:
-        return AnytimeLeader(None, False, "a cell has no estimate yet", spans, each)
-    if bool(decision.decided[0]):
-        return AnytimeLeader(name, True, "the leader is decided", spans, each)
+
+    def said(decided: bool, message: str) -> AnytimeLeader:
+        return AnytimeLeader(name, decided, message + _aside(set_aside), spans, each, set_aside)
+
+    if not comparable.any():
+        return AnytimeLeader(
+            None, False, cannot_decide(max(scenarios, default=0), alpha) or "", spans, each
+        )
+    if leader >= 0 and bool(decision.decided[0]):
+        return said(True, "the leader is decided")
     needed = decision.needed
-    short = [(names[c], n) for c, n in enumerate(human_scenarios) if n < needed]
+    short = [(names[c], n) for c, n in enumerate(human_scenarios) if comparable[c] and n < needed]
     if short:
         cell, n = min(short, key=lambda item: item[1])
-        message = (
+        return said(
+            False,
             f"every cell needs human scores on at least {needed} scenarios before the leader "
-            f"can be decided ({cell}: {n})"
+            f"can be decided ({cell}: {n})",
         )
-        return AnytimeLeader(name, False, message, spans, each)
+    if leader < 0:
+        return said(False, "a cell has no estimate yet")
     open_ = [(other, span) for other, span in spans.items() if not span[1] < 0]
     other, (low, high) = max(open_, key=lambda item: item[1][1])
-    message = (
+    return said(
+        False,
         f"{other} may still be ahead of {name}: the confidence sequence of their difference "
-        f"is [{low:+.2f}, {high:+.2f}]"
+        f"is [{low:+.2f}, {high:+.2f}]",
     )
-    return AnytimeLeader(name, False, message, spans, each)
+
+
+def _aside(set_aside: Mapping[str, int]) -> str:
+    """What every view adds about the cells too short of scenarios to be compared."""
+    if not set_aside:
+        return ""
+    cells = ", ".join(f"{name} ({counted(n, 'scenario')})" for name, n in set_aside.items())
+    return f"; set aside, too few scenarios to compare: {cells}"
 
 
 def human_decision(judged: Judged, alpha: float) -> tuple[LeaderDecision, npt.NDArray[np.intp]]:

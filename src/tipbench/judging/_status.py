@@ -97,7 +97,7 @@ def judging_status(state: CombinedState) -> JudgingStatus:
     kind = order.kind if order is not None else None
     if not state.cells:
         return JudgingStatus(kind, not human, False, None, "no judgeable runs yet")
-    too_few = cannot_decide(int(cell_scenarios(state.judged).min()), ALPHA)
+    too_few = cannot_decide(int(cell_scenarios(state.judged).max(initial=0)), ALPHA)
     if too_few is not None:
         return JudgingStatus(kind, order is not None or not human, False, None, too_few)
     if order is None:
@@ -124,7 +124,8 @@ def judging_status(state: CombinedState) -> JudgingStatus:
             f"leader can be decided: at least {counted(short, 'more judgment')} expected",
             state.unused,
         )
-    empty = int(np.count_nonzero((state.estimates.n_sampled == 0) & (state.open_units > 0)))
+    waiting = (state.estimates.n_sampled == 0) & (state.open_units > 0) & d.comparable
+    empty = int(np.count_nonzero(waiting))
     if empty:
         return JudgingStatus(
             order.kind,
@@ -153,8 +154,8 @@ def judging_status(state: CombinedState) -> JudgingStatus:
 def _scenarios_short(state: CombinedState) -> int:
     """Human judgements still missing before every cell's human scores cover enough
     scenarios (at least one per scenario short; more where a queue repeats a scenario)."""
-    needed = state.decision.needed
-    short = np.maximum(needed - state.estimates.n_human_scenarios, 0)
+    d = state.decision
+    short = np.where(d.comparable, np.maximum(d.needed - state.estimates.n_human_scenarios, 0), 0)
     return int(np.minimum(short, state.open_units).sum())
 
 
@@ -179,13 +180,14 @@ def plan(state: CombinedState) -> Plan:
     any one needs.
     """
     e, d = state.estimates, state.decision
-    short = np.minimum(np.maximum(d.needed - e.n_human_scenarios, 0), state.open_units)
+    short = np.where(d.comparable, np.maximum(d.needed - e.n_human_scenarios, 0), 0)
+    short = np.minimum(short, state.open_units)
     if short.any():
         return Plan(short.astype(np.intp))
     per_cell = np.zeros(len(state.cells), dtype=np.intp)
     leader = int(d.leader[0]) if len(d.leader) else -1
     if leader < 0:  # some cell has no estimate yet: one score there first
-        per_cell[(e.n_sampled == 0) & (state.open_units > 0)] = 1
+        per_cell[(e.n_sampled == 0) & (state.open_units > 0) & d.comparable] = 1
         if not per_cell.any():  # too few scores for any variance: one more anywhere
             per_cell[int(np.argmax(state.open_units))] = 1
         return Plan(per_cell)
