@@ -185,3 +185,52 @@ def test_a_tie_is_not_decided_by_name() -> None:
         assert "the human tier ties it with its leader" in figures or decision.evidence[
             "human"]["standing"] == "leader"  # fmt: skip
     assert outcomes == [(False, True), (False, True)]
+
+
+def _runs(human: dict[str, int], auto: dict[str, int], scenarios: dict[str, int]) -> list[CellRun]:
+    """Per prompt, its first `scenarios[prompt]` scenarios (8 if not given), scored with a
+    constant composite by the human where `human` names the prompt and by the judge where
+    `auto` does."""
+    return [
+        CellRun(
+            MODEL,
+            prompt,
+            scenario,
+            metrics=(run_metrics("human", uniform(human[prompt])) if prompt in human else {})
+            | (run_metrics("auto", uniform(auto[prompt])) if prompt in auto else {}),
+        )
+        for prompt in {**human, **auto}
+        for scenario in SCENARIOS[: scenarios.get(prompt, 8)]
+    ]
+
+
+def test_no_tier_decides_on_cells_that_carry_no_human_scores() -> None:
+    """The repro of issue 43: human scores on one cell only, a calibrated judge that cannot
+    separate it from another cell (so both tiers put it first). Before, the human tier held
+    only the human-judged cell, a pool of one counted as decided, and the gate promoted.
+    The other cell has runs, so it is a contender: no leader without its human scores."""
+    runs = _runs({V2: 13}, {V1: 12, V2: 12}, {})
+    human, auto = build_leaderboard(runs, "human"), build_leaderboard(runs, "auto")
+    auto = replace(auto, calibration=(calibration("yes"),))
+
+    decision = decide(human, auto, None)
+
+    assert not decision.promote
+    ranks = next(check for check in decision.checks if check.name == "ranks first")
+    assert not ranks.passed
+    assert f"{MODEL}|{V1}: 0" in ranks.figure
+
+
+def test_a_cell_short_of_scenarios_is_set_aside_and_does_not_block_the_others() -> None:
+    """A third prompt ran on 5 of the 8 scenarios (too few for any paired test) and trails
+    by 7 points: the gate decides between the two others and says what it set aside."""
+    runs = _runs({V1: 9, V2: 13, "v3-few-shot": 6}, {V1: 8, V2: 12, "v3-few-shot": 5},
+                 {"v3-few-shot": 5})  # fmt: skip
+    human, auto = build_leaderboard(runs, "human"), build_leaderboard(runs, "auto")
+    auto = replace(auto, calibration=(calibration("yes"),))
+
+    decision = decide(human, auto, None)
+
+    assert decision.promote and decision.prompt_version == V2
+    assert human.anytime is not None and human.anytime.set_aside == {f"{MODEL}|v3-few-shot": 5}
+    assert "set aside, too few scenarios to compare: " in human.anytime.message

@@ -23,7 +23,8 @@ HUMAN = {
     "v1": (9, 8, 10, 9, 8, 10, 9, 9),
     "v2-mentor": (13, 12, 14, 13, 14, 12, 13, 13),
 }
-_TRIPLES = {8: (2, 2, 2), 9: (3, 2, 2), 10: (3, 3, 2), 12: (4, 3, 3), 13: (4, 4, 3), 14: (4, 4, 4)}
+SHORT = "v3-few-shot"  # a prompt that ran on 5 scenarios only (`_experiment`'s `short`)
+_TRIPLES = {6: (2, 1, 1), 8: (2, 2, 2), 9: (3, 2, 2), 10: (3, 3, 2), 12: (4, 3, 3), 13: (4, 4, 3), 14: (4, 4, 4)}
 
 
 def _scores(composite: int, judge: bool = False) -> dict[str, object]:
@@ -34,17 +35,23 @@ def _scores(composite: int, judge: bool = False) -> dict[str, object]:
 
 
 def _experiment(
-    uri: str, experiment: str, human_before_order: bool = False, human_runs: int = 6
+    uri: str,
+    experiment: str,
+    human_before_order: bool = False,
+    human_runs: int = 6,
+    short: bool = False,
 ) -> None:
     """Both prompts on the 8 scenarios, the judge on every run; the human on 6 runs per
     cell (the scenarios a paired test needs; `human_runs` in v1), in the experiment's judging
-    order (or before any, with `human_before_order`)."""
+    order (or before any, with `human_before_order`). With `short`, a third prompt far
+    behind on 5 scenarios, every run scored by both tiers."""
     store = TrackingStore(uri)
     experiment_id = store.experiment_id(experiment, create=True)
+    human = HUMAN | ({SHORT: (6, 6, 6, 6, 6)} if short else {})
     cells = [
-        JudgedCell(MODEL, prompt, scenario, auto=_scores(HUMAN[prompt][i], judge=True))
-        for prompt in HUMAN
-        for i, scenario in enumerate(SCENARIOS)
+        JudgedCell(MODEL, prompt, scenario, auto=_scores(human[prompt][i], judge=True))
+        for prompt in human
+        for i, scenario in enumerate(SCENARIOS[: len(human[prompt])])
     ]
     ids = write_cells(store.client, experiment_id, cells)
     suite = load_suite()
@@ -52,12 +59,12 @@ def _experiment(
         store.client.set_tag(run_id, "prompt_hash", suite.prompt(cell.prompt_version).template_hash)
     runs = store.cell_runs(experiment_id, judgeable=True)
     order = None if human_before_order else ensure_order(store, experiment_id, runs, "uniform")
-    for prompt in HUMAN:
+    for prompt in human:
         mine = [r for r in runs if r.prompt_version == prompt]
         if order is not None:
             mine.sort(key=lambda r: order.clock(r.run_id))
         for run in mine[: human_runs if prompt == "v1" else 6]:
-            value = HUMAN[prompt][SCENARIOS.index(run.scenario_id)]
+            value = human[prompt][SCENARIOS.index(run.scenario_id)]
             record_scores(store.client, run.run_id, "human", _scores(value), "ann", 0)  # type: ignore[arg-type]
 
 
@@ -142,3 +149,17 @@ def test_a_gain_without_a_sequence_yet_is_null_in_the_evidence(
     gain = document["evidence"]["vs_production"]["combined"]
     assert (gain["cs_low"], gain["cs_high"]) == (None, None)
     assert gain["n_pairs"] == 3 and gain["diff"] > 0
+
+
+def test_a_cell_short_of_scenarios_does_not_block_the_combined_gate(
+    sqlite_uri: str, experiment: str
+) -> None:
+    """A third prompt ran on 5 of the 8 scenarios, every run judged, 7 points behind: before,
+    the gate said "cannot be decided on 5 scenarios" however much was judged. It is set
+    aside with a note, and the gate decides between the two others."""
+    _experiment(sqlite_uri, experiment, short=True)
+    code, out = _promote(sqlite_uri, experiment)
+    assert code == 0, out
+    assert out.splitlines()[0] == f"PROMOTE {MODEL}|v2-mentor (production now: none)"
+    assert f"set aside, too few scenarios to compare: {MODEL}|{SHORT} (5 scenarios)" in out
+    assert "cannot be decided" not in out

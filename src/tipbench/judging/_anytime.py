@@ -65,6 +65,10 @@ class AnytimeLeader:
     alpha: float = math.nan
     set_aside: Mapping[str, int] = field(default_factory=dict)
 
+    def aside_note(self) -> str:
+        """``; set aside, too few scenarios to compare: …`` (empty when none is)."""
+        return _aside(self.set_aside)
+
     def gain_over(self, name: str) -> tuple[float, float] | None:
         """The sequence of (leader − `name`), None if `name` is not compared."""
         if name not in self.sequences:

@@ -154,7 +154,7 @@ def _first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Conditio
         True,
         f"the combined tier ranks {candidate.name} first: every other cell's confidence "
         f"sequence lies below it (the leader is decided; α = {anytime.alpha:.3g} each, valid "
-        "however often the gate is asked)",
+        f"however often the gate is asked){anytime.aside_note()}",
     )
 
 

@@ -193,7 +193,7 @@ def _human_first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Co
         True,
         f"the human tier's confidence sequences put {candidate.name} first: every other "
         f"cell lies below it (α = {anytime.alpha:.3g} each, valid however often the gate is "
-        "asked)",
+        f"asked){anytime.aside_note()}",
     )
 
 
