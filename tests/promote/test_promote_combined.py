@@ -24,7 +24,15 @@ HUMAN = {
     "v2-mentor": (13, 12, 14, 13, 14, 12, 13, 13),
 }
 SHORT = "v3-few-shot"  # a prompt that ran on 5 scenarios only (`_experiment`'s `short`)
-_TRIPLES = {6: (2, 1, 1), 8: (2, 2, 2), 9: (3, 2, 2), 10: (3, 3, 2), 12: (4, 3, 3), 13: (4, 4, 3), 14: (4, 4, 4)}
+_TRIPLES = {
+    6: (2, 1, 1),
+    8: (2, 2, 2),
+    9: (3, 2, 2),
+    10: (3, 3, 2),
+    12: (4, 3, 3),
+    13: (4, 4, 3),
+    14: (4, 4, 4),
+}
 
 
 def _scores(composite: int, judge: bool = False) -> dict[str, object]:

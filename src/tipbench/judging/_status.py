@@ -83,7 +83,6 @@ class JudgingStatus:
         }
 
 
-
 def judging_status(state: CombinedState) -> JudgingStatus:
     """Whether the leader is decided, and about how many more judgements it needs.
 

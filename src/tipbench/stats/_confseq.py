@@ -111,9 +111,7 @@ def horizon_boundary(alpha: float | _Float) -> _Float:
     return out
 
 
-def sequence_radius(
-    variance: _Float, horizon_variance: _Float, alpha: float | _Float
-) -> _Float:
+def sequence_radius(variance: _Float, horizon_variance: _Float, alpha: float | _Float) -> _Float:
     """Half the width of the sequence of an estimate with this variance, one side at ``alpha``.
 
     Args:
