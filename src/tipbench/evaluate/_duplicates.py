@@ -6,10 +6,11 @@ user's response twice, or one of two that cannot both be true. Every row's `deci
 kept as a 64-bit hash (`decision_hash`: BLAKE2b, the same in every process) with its row
 number and reward: 16 bytes a decision, 32 MB for 2 million, in sorted runs that merge as
 they grow (a run is merged with the one before it when that one is no more than twice its
-size, so there are O(log n) runs and each id is moved O(log n) times). Each chunk of rows is
-looked up in every run (binary search) and in itself. Two different ids share a hash with
-probability about n²/2⁶⁵ (10⁻⁷ at 2 million decisions); the message names the id and both
-rows, so such a refusal can be checked by hand.
+size, up to `RUN_CAP` ids: a merge copies both runs, so an uncapped last merge of 2 million
+would hold twice their 32 MB at once). Each chunk of rows is looked up in every run (binary
+search: some 8 full runs and a few small ones at 2 million) and in itself. Two different
+ids share a hash with probability about n²/2⁶⁵ (10⁻⁷ at 2 million decisions); the message
+names the id and both rows, so such a refusal can be checked by hand.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy.typing as npt
 from tipbench.evaluate._checks import LogRowError
 
 Hashes = npt.NDArray[np.int64]
+RUN_CAP = 1 << 18  # ids in a run that no longer merges: 4 MB
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,20 @@ class _Run:
         return cls(hashes[order], rows[order], rewards[order])
 
     def merged(self, later: _Run) -> _Run:
-        return _Run.sorted(
-            np.concatenate([self.hashes, later.hashes]),
-            np.concatenate([self.rows, later.rows]),
-            np.concatenate([self.rewards, later.rewards]),
-        )
+        """Both runs as one, sorted (a later id after an equal earlier one), without a
+        sort: each of `later`'s ids goes where a binary search puts it."""
+        size = len(self) + len(later)
+        into = np.searchsorted(self.hashes, later.hashes, side="right")
+        into += np.arange(len(later))
+        mine = np.ones(size, dtype=np.bool_)
+        mine[into] = False
+        parts = []
+        for name in ("hashes", "rows", "rewards"):
+            merged = np.empty(size, dtype=getattr(self, name).dtype)
+            merged[into] = getattr(later, name)
+            merged[mine] = getattr(self, name)
+            parts.append(merged)
+        return _Run(*parts)
 
 
 def decision_hash(decision: str) -> bytes:
@@ -93,7 +104,11 @@ class DecisionIds:
             where = ids[rows.index(int(chunk.rows[second]))]
             raise self._refusal(where, first, second, chunk)
         self._runs.append(chunk)
-        while len(self._runs) > 1 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
+        while (
+            len(self._runs) > 1
+            and len(self._runs[-2]) <= 2 * len(self._runs[-1])
+            and len(self._runs[-2]) + len(self._runs[-1]) <= RUN_CAP
+        ):
             later = self._runs.pop()
             self._runs[-1] = self._runs[-1].merged(later)
 

@@ -215,8 +215,10 @@ def evaluate(
     replayers = {name: Replayer(name, settings.get(name) if settings else None) for name in asked}
     wanted = None if policies is None else asked
     reading = _Reading(wanted, live, clip, replayers)
-    for chunk in [traffic] if isinstance(traffic, Traffic) else traffic:
+    chunks = iter([traffic] if isinstance(traffic, Traffic) else traffic)
+    while (chunk := next(chunks, None)) is not None:
         reading.add(chunk)
+        del chunk  # not held while the next chunk is read
     live = live or reading.last_serve
     return _report(reading, asked, policies is None, live, min_decisions, min_ess)
 

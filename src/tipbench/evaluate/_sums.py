@@ -62,8 +62,10 @@ def _grow(array: Vector, axes: tuple[int, ...], size: int) -> Vector:
 
 def _by_category(coefficients: Vector, codes: Ints, categories: int) -> Vector:
     """(m, C): each row's coefficients of its candidates summed by category."""
-    onehot = codes[:, :, None] == np.arange(categories)
-    summed: Vector = np.einsum("mk,mkc->mc", coefficients, onehot)
+    rows = np.arange(len(codes))
+    summed = np.zeros((len(codes), categories))
+    for k in range(codes.shape[1]):  # one candidate of each row at a time: no index twice
+        summed[rows, codes[:, k]] += coefficients[:, k]
     return summed
 
 
@@ -117,11 +119,12 @@ class RewardModelSums:
         onehot = (shown[:, None] == np.arange(self.categories)).astype(np.float64)
         for v in self.xx:
             x = xs[v]
+            d = x.shape[1]
             for f in range(FOLDS):
                 pick = folds == f
-                weighted = _outer(onehot[pick], x[pick])
-                self.xx[v][f] += np.einsum("mcd,me->cde", weighted, x[pick])
-                self.rx[v][f] += np.einsum("mcd,m->cd", weighted, reward[pick])
+                flat = _outer(onehot[pick], x[pick]).reshape(int(pick.sum()), -1)
+                self.xx[v][f] += (flat.T @ x[pick]).reshape(self.categories, d, d)
+                self.rx[v][f] += (flat.T @ reward[pick]).reshape(self.categories, d)
 
     def fit(self, version: str, ridge: float) -> RewardModels:
         """Each fold's models (a category a fold never showed predicts 0, or 1/2 for the
@@ -287,14 +290,13 @@ class PolicySums:
         mc = _by_category(ratio - 2 * pi + p, codes, self.categories)
         for version, sums in group.features.items():
             x = chunk.xs[version][pick]
-            u = _outer(g, x)
-            flat = u.reshape(len(w), -1)
-            sums.u += u.sum(axis=0)
+            shape, d = sums.u.shape, x.shape[1]
+            flat = _outer(g, x).reshape(len(w), -1)  # row i: G_i ⊗ x_i, category-major
+            sums.u += flat.sum(axis=0).reshape(shape)
             sums.uu += (flat.T @ flat).reshape(sums.uu.shape)
-            sums.ub += np.einsum("mcd,m->cd", u, wr)
-            sums.ur += np.einsum("mcd,m->cd", u, r)
-            mx, cx = _outer(m, x), _outer(mc, x)
-            sums.m += mx.sum(axis=0)
-            sums.h += np.einsum("mcd,me->cde", mx, x)
-            sums.mc += cx.sum(axis=0)
-            sums.hc += np.einsum("mcd,me->cde", cx, x)
+            sums.ub += (flat.T @ wr).reshape(shape)
+            sums.ur += (flat.T @ r).reshape(shape)
+            for coefficients, linear, square in ((m, sums.m, sums.h), (mc, sums.mc, sums.hc)):
+                weighted = _outer(coefficients, x).reshape(len(w), -1)
+                linear += weighted.sum(axis=0).reshape(shape)
+                square += (weighted.T @ x).reshape(self.categories, d, d)
