@@ -16,12 +16,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tipbench.tracking import CELL_RUNS, KIND_COLLECTION, KIND_TAG, TrackingStore, metric_name
+from tipbench.tracking import (
+    CELL_RUNS,
+    KIND_COLLECTION,
+    KIND_TAG,
+    PARENT_RUN_TAG,
+    TrackingStore,
+    metric_name,
+)
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
-
-_PARENT_TAG = "mlflow.parentRunId"
 
 
 @dataclass(frozen=True)
@@ -91,9 +96,9 @@ def resolve_duplicates(store: TrackingStore, experiment_id: str) -> DuplicateRep
         keep = min(group, key=lambda run: (run.info.start_time or 0, run.info.run_id))
         extra = {run.info.run_id for run in group if run is not keep}
         for cell in cells:
-            if cell.data.tags.get(_PARENT_TAG) in extra:
+            if cell.data.tags.get(PARENT_RUN_TAG) in extra:
                 with contextlib.suppress(Exception):
-                    client.set_tag(cell.info.run_id, _PARENT_TAG, keep.info.run_id)
+                    client.set_tag(cell.info.run_id, PARENT_RUN_TAG, keep.info.run_id)
         for run_id in extra:
             with contextlib.suppress(Exception):
                 client.delete_run(run_id)

@@ -33,12 +33,38 @@ class Queues:
         kind: "active" (the cell to serve chosen by the open comparisons) or "uniform"
             (every open run of a leaderboard in one shuffled queue).
         rates: (U,) each unit's rate (1, or 1 + the judge's uncertainty).
-        clocks: (U,) each unit's clock: within a cell, runs are served by increasing clock.
+        clocks: (U,) each unit's clock: within a cell's stratum, runs are served by
+            increasing clock.
+        stratum: (U,) each unit's stratum, 0 .. H-1 (None: one). Runs collected after the
+            judging began form a stratum of their own, with queues of their own, so that a
+            prefix scored before they came stays a prefix (`judging._order`).
     """
 
     kind: Literal["active", "uniform"]
     rates: _Float
     clocks: _Float
+    stratum: _Int | None = None
+
+    def queue(self, judged: Judged) -> _Int:
+        """(U,) each unit's queue: its cell within its stratum."""
+        if self.stratum is None:
+            return judged.cell
+        out: _Int = self.stratum * judged.n_cells + judged.cell
+        return out
+
+    def shares(self, judged: Judged, group: _Int) -> _Float:
+        """(U,) the scored share of each unit's stratum within its group (its cell, or its
+        pool): the stratum with the least share is served first (proportional allocation,
+        decided by counts alone, never by scores)."""
+        stratum = np.zeros(len(group), dtype=np.intp) if self.stratum is None else self.stratum
+        lane = group * (int(stratum.max(initial=0)) + 1) + stratum
+        open_ = ~judged.known
+        scored = open_ & ~np.isnan(judged.human)
+        size = int(lane.max(initial=-1)) + 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.bincount(lane, scored, size) / np.bincount(lane, open_, size)
+        out: _Float = share[lane]
+        return out
 
 
 @dataclass(frozen=True)
@@ -63,7 +89,7 @@ def snapshot(
         sample = Sample.none()
     else:
         picked, inclusion = queue_inclusion(
-            judged.cell[open_], queues.rates[open_], queues.clocks[open_], scored[open_]
+            queues.queue(judged)[open_], queues.rates[open_], queues.clocks[open_], scored[open_]
         )
         sample = Sample(open_[picked], inclusion)
     estimates = estimate(judged, sample, use_judge=use_judge)
@@ -78,26 +104,35 @@ def next_units(judged: Judged, queues: Queues, now: Snapshot | None = None) -> _
     Uniform order: the unscored run with the smallest clock. Active order: the front of
     the queue of the cell `next_cells` picks from the comparisons as they are now (the
     smallest clock of that cell's unscored runs), else the uniform choice (which is also
-    what it does without a snapshot `now`).
+    what it does without a snapshot `now`). With strata, within a cell (or a leaderboard)
+    the stratum with the least share scored goes first.
     """
     waiting = ~judged.known & np.isnan(judged.human)
     pools = judged.pool[judged.cell]
-    by_pool = _front(pools, queues.clocks, waiting, judged.n_pools)
+    by_pool = _front(pools, waiting, judged.n_pools, queues, judged)
     if queues.kind == "uniform" or now is None:
         return by_pool
-    by_cell = _front(judged.cell, queues.clocks, waiting, judged.n_cells)
+    by_cell = _front(judged.cell, waiting, judged.n_cells, queues, judged)
     chosen = next_cells(judged, now.estimates, now.decision, now.open_units)
     picked = np.where(chosen >= 0, by_cell[np.maximum(chosen, 0)], -1)
     return np.where(picked >= 0, picked, by_pool)
 
 
-def _front(group: _Int, clocks: _Float, waiting: npt.NDArray[np.bool_], size: int) -> _Int:
-    """Per group, the waiting unit with the smallest clock (-1: none)."""
+def _front(
+    group: _Int, waiting: npt.NDArray[np.bool_], size: int, queues: Queues, judged: Judged
+) -> _Int:
+    """Per group, the waiting unit with the smallest clock in the stratum with the least
+    share scored (-1: none)."""
     units = np.flatnonzero(waiting)
     out = np.full(size, -1, dtype=np.intp)
     if not len(units):
         return out
-    order = units[np.lexsort((clocks[units], group[units]))]
+    clocks = queues.clocks[units]
+    if queues.stratum is None:
+        order = units[np.lexsort((clocks, group[units]))]
+    else:
+        shares = queues.shares(judged, group)[units]
+        order = units[np.lexsort((clocks, queues.stratum[units], shares, group[units]))]
     first = np.r_[True, group[order][1:] != group[order][:-1]]
     out[group[order][first]] = order[first]
     return out

@@ -10,7 +10,12 @@ or the judging page first opened, makes that so:
   automatic judge had to be asked again, frozen when the order starts);
 - within each cell the runs queue by clock; what counts is each queue's scored prefix
   (`judging._active.queue_inclusion`);
-- runs a human had scored before the order began stand for themselves (``known``).
+- runs a human had scored before the order began stand for themselves (``known``);
+- runs of a collection that came after the order began (collect's parent run, one per
+  `tipbench collect`) queue in a **stratum** of their own, one per collection: within a
+  cell each stratum has its own queue, and the stratum with the least share scored is
+  served first. A prefix scored before they came stays a prefix (no label is wasted), and
+  each stratum's scored prefix is a sample with known probabilities, as before.
 
 An order is kept until the judge asks for the other kind (`--order`): a new one then starts,
 and what was scored before it is known. The record is one run tagged
@@ -25,11 +30,19 @@ import json
 import math
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal, cast
 
-from tipbench.tracking import KIND_TAG, CellRun, CellTag, RunRecord, TrackingStore, record_run
+from tipbench.tracking import (
+    KIND_TAG,
+    PARENT_RUN_TAG,
+    CellRun,
+    CellTag,
+    RunRecord,
+    TrackingStore,
+    record_run,
+)
 
 __all__ = [
     "DEFAULT_ORDER",
@@ -47,7 +60,7 @@ ORDERS: tuple[Order, ...] = ("active", "uniform")
 DEFAULT_ORDER: Order = "active"
 KIND_JUDGING_ORDER = "judging_order"
 _KIND, _SEED, _CREATED = "order", "order_seed", "order_created_at"
-_KNOWN, _RATES = "order_known", "order_rates"
+_KNOWN, _RATES, _COLLECTIONS = "order_known", "order_rates", "order_collections"
 _CHUNK = 4800  # characters per tag (MLflow keeps 5000 on every store)
 
 
@@ -76,6 +89,8 @@ class JudgingOrder:
         known: Runs a human had scored before: they stand for themselves.
         rates: Runs whose rate is not 1.
         run_id: The MLflow run that records it.
+        collections: The collections whose runs the order began with (None: an order
+            recorded before strata existed; all its runs queue as one stratum).
     """
 
     kind: Order
@@ -84,9 +99,17 @@ class JudgingOrder:
     known: frozenset[str] = frozenset()
     rates: Mapping[str, float] = field(default_factory=dict)
     run_id: str = ""
+    collections: frozenset[str] | None = None
 
     def rate(self, run_id: str) -> float:
         return self.rates.get(run_id, 1.0)
+
+    def stratum(self, run: CellRun) -> str:
+        """The run's stratum: "" for the runs the order began with, else its collection."""
+        collection = run.extra_tags.get(PARENT_RUN_TAG, "")
+        if self.collections is None or collection in self.collections:
+            return ""
+        return collection
 
     def clock(self, run_id: str) -> float:
         """The run's place in its queue: ``E / rate``, E ~ Exp(1) from a hash of the run id."""
@@ -104,11 +127,15 @@ class JudgingOrder:
         }
         tags |= _chunked(_KNOWN, ",".join(sorted(self.known)))
         rates = json.dumps(dict(sorted(self.rates.items())), separators=(",", ":"))
-        return tags | _chunked(_RATES, rates)
+        tags |= _chunked(_RATES, rates)
+        if self.collections is not None:
+            tags |= _chunked(_COLLECTIONS, ",".join(sorted(self.collections)))
+        return tags
 
     @classmethod
     def of(cls, run_id: str, tags: Mapping[str, str]) -> JudgingOrder:
         known = _joined(tags, _KNOWN)
+        collections = _joined(tags, _COLLECTIONS) if f"{_COLLECTIONS}.0" in tags else None
         return cls(
             kind=cast(Order, tags.get(_KIND, DEFAULT_ORDER)),
             seed=int(tags.get(_SEED, "0")),
@@ -116,6 +143,9 @@ class JudgingOrder:
             known=frozenset(known.split(",")) if known else frozenset(),
             rates={k: float(v) for k, v in json.loads(_joined(tags, _RATES) or "{}").items()},
             run_id=run_id,
+            collections=None
+            if collections is None
+            else frozenset(filter(None, collections.split(","))),
         )
 
     def describe(self) -> str:
@@ -180,6 +210,7 @@ def ensure_order(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         known=frozenset(run.run_id for run in runs if run.judged_by("human")),
         rates=rates,
+        collections=frozenset(filter(None, (run.extra_tags.get(PARENT_RUN_TAG) for run in runs))),
     )
     record = RunRecord(
         run_name=f"judging order ({wanted})",
@@ -191,6 +222,4 @@ def ensure_order(
     run_id = record_run(store, experiment_id, record, "the judging order")
     # Two first visits at once may both start one: every reader then takes the newest.
     newest = current_order(store, experiment_id)
-    return newest or JudgingOrder(
-        order.kind, order.seed, order.created_at, order.known, rates, run_id
-    )
+    return newest or replace(order, run_id=run_id)

@@ -135,10 +135,14 @@ def combined_state(runs: Sequence[CellRun], order: JudgingOrder | None) -> Combi
     )
     queues = None
     if order is not None:
+        strata: dict[str, int] = {"": 0}
         queues = Queues(
             order.kind,
             np.asarray([order.rate(r.run_id) for r in runs], dtype=np.float64),
             np.asarray([order.clock(r.run_id) for r in runs], dtype=np.float64),
+            np.asarray(
+                [strata.setdefault(order.stratum(r), len(strata)) for r in runs], dtype=np.intp
+            ),
         )
     now = snapshot(judged, queues, ALPHA)
     units = now.sample.unit

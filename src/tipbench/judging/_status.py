@@ -13,6 +13,8 @@ time (`next_run`), which follows the comparisons as they are after every save.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -227,17 +229,43 @@ def expected_judgements(state: CombinedState) -> int | None:
     return max(total, 1)
 
 
+def _in_serving_order(state: CombinedState, units: Sequence[int]) -> list[int]:
+    """The unscored ones of ``units`` (open units of a cell, or of the leaderboard in a
+    uniform order) in the order they are served: the stratum with the least share scored
+    first, then by clock (what `next_units` does, one at a time)."""
+    queues = state.queues
+    assert queues is not None
+    stratum = queues.stratum if queues.stratum is not None else np.zeros(len(state.runs), int)
+    scored = ~np.isnan(state.judged.human)
+    waiting: dict[int, list[int]] = {}
+    size: Counter[int] = Counter()
+    done: Counter[int] = Counter()
+    for unit in units:
+        h = int(stratum[unit])
+        size[h] += 1
+        if scored[unit]:
+            done[h] += 1
+        else:
+            waiting.setdefault(h, []).append(unit)
+    for lane in waiting.values():
+        lane.sort(key=lambda u: queues.clocks[u], reverse=True)
+    out: list[int] = []
+    while waiting:
+        h = min(waiting, key=lambda h: (done[h] / size[h], h))
+        out.append(waiting[h].pop())
+        done[h] += 1
+        if not waiting[h]:
+            del waiting[h]
+    return out
+
+
 def _queues(state: CombinedState) -> list[list[int]]:
     """Each cell's unscored open runs (unit indices) in the order its queue serves them."""
-    order = state.order
-    assert order is not None
-    scored = ~np.isnan(state.judged.human)
-    queues: list[list[int]] = [[] for _ in state.cells]
-    for unit in np.flatnonzero(~state.judged.known & ~scored):
-        queues[int(state.judged.cell[unit])].append(int(unit))
-    for queue in queues:
-        queue.sort(key=lambda u: order.clock(state.runs[u].run_id))
-    return queues
+    open_ = ~state.judged.known
+    return [
+        _in_serving_order(state, np.flatnonzero(open_ & (state.judged.cell == c)).tolist())
+        for c in range(len(state.cells))
+    ]
 
 
 def next_run(state: CombinedState) -> CellRun | None:
@@ -254,13 +282,14 @@ def next_run(state: CombinedState) -> CellRun | None:
 def inclusion_at_turn(state: CombinedState) -> dict[str, float]:
     """Every unscored run's inclusion probability once its cell's queue is scored up to it
     (k / M in a uniform order): what the export records per item."""
-    order = state.order
-    if order is None:
+    order, queues = state.order, state.queues
+    if order is None or queues is None:
         return {}
     runs = state.runs
     out: dict[str, float] = {}
-    for c in range(len(state.cells)):
-        queue = [int(u) for u in np.flatnonzero((state.judged.cell == c) & ~state.judged.known)]
+    lane = queues.queue(state.judged)  # a cell within a stratum
+    for q in np.unique(lane):
+        queue = [int(u) for u in np.flatnonzero((lane == q) & ~state.judged.known)]
         queue.sort(key=lambda u: order.clock(runs[u].run_id))
         rates = np.asarray([order.rate(runs[u].run_id) for u in queue], dtype=np.float64)
         for u, pi in zip(queue, inclusion_by_turn(rates), strict=True):
@@ -300,9 +329,8 @@ def serving_order(state: CombinedState) -> list[str]:
             taken[c] += 1
             planned[c] -= 1
     chosen = set(served)
-    rest = [u for queue in queues for u in queue if u not in chosen]
-    rest.sort(key=lambda u: order.clock(state.runs[u].run_id))
-    return [state.runs[u].run_id for u in served + rest]
+    open_ = [u for u in np.flatnonzero(~state.judged.known).tolist() if u not in chosen]
+    return [state.runs[u].run_id for u in served + _in_serving_order(state, open_)]
 
 
 def _sampling(e: Estimates, a: int, b: int) -> float:

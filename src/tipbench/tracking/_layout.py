@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #: The tag that tells tipbench's runs apart, and its value on a cell run.
 KIND_TAG = "tipbench.kind"
 KIND_CELL = "cell"
+#: MLflow's tag naming a run's parent: a cell run's collection (collect's parent run).
+PARENT_RUN_TAG = "mlflow.parentRunId"
 
 CELL_OK, CELL_FAILED = "ok", "failed"
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tipbench._errors import TrackingError
+from tipbench.tracking._layout import PARENT_RUN_TAG
 from tipbench.tracking._store import TrackingStore, short_error
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def write_run(
             client.delete_run(stale)
     tags = dict(record.tags)
     if parent_run_id:
-        tags["mlflow.parentRunId"] = parent_run_id
+        tags[PARENT_RUN_TAG] = parent_run_id
     run = client.create_run(
         experiment_id, start_time=record.start_ms, tags=tags, run_name=record.run_name
     )
