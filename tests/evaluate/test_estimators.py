@@ -7,7 +7,7 @@ import math
 import pytest
 
 from support.policy_logs import HAND_MADE, row
-from tipbench.evaluate import BIASED_CLIP_SHARE, evaluate, traffic_from_rows
+from tipbench.evaluate import BIASED_CLIP_SHARE, evaluate, render_evaluation, traffic_from_rows
 
 Z = 1.959964
 
@@ -92,3 +92,23 @@ def test_no_overlap_is_said_not_estimated() -> None:
     rare += [row((0.99, 0.01), 1, 1.0, (0.0, 1.0))]
     weak = evaluate(traffic_from_rows(rare)).policy("egreedy-v2")
     assert weak.status == "too little data" and "effective sample size 1.0" in weak.reason
+
+
+def test_the_report_states_the_clip_the_floor_and_what_the_clip_biased() -> None:
+    report = evaluate(traffic_from_rows(HAND_MADE), clip=2.0, min_decisions=1, min_ess=0)
+    lines = render_evaluation(report)
+    assert lines[1] == (
+        "importance weights π/p clipped at 2; the smallest probability logged (the logging "
+        "floor) is 0.1: weights up to 10"
+    )
+    shadow = next(line for line in lines if line.startswith("  egreedy-v2"))
+    assert shadow.count("biased: clipped") == 2  # IPS and SNIPS; DR has its interval
+    assert f"{report.policy('egreedy-v2').estimates['dr'].text()}" in shadow
+    assert any(line.startswith("  (biased: clipped: the clip cut more than 0.1%") for line in lines)
+
+
+def test_one_decision_has_no_interval_and_says_so() -> None:
+    """A policy observed on one decision printed `1.0000 [nan, nan]`."""
+    lines = render_evaluation(evaluate(traffic_from_rows(HAND_MADE[:1])))
+    observed = next(line for line in lines if line.startswith("  egreedy-v1"))
+    assert "1.0000 (1 decision: no interval)" in observed and "nan" not in observed

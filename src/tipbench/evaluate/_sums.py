@@ -122,7 +122,7 @@ class RewardModelSums:
             d = x.shape[1]
             for f in range(FOLDS):
                 pick = folds == f
-                flat = _outer(onehot[pick], x[pick]).reshape(int(pick.sum()), -1)
+                flat = _outer(onehot[pick], x[pick]).reshape(int(pick.sum()), self.categories * d)
                 self.xx[v][f] += (flat.T @ x[pick]).reshape(self.categories, d, d)
                 self.rx[v][f] += (flat.T @ reward[pick]).reshape(self.categories, d)
 
