@@ -348,8 +348,9 @@ def promote_command(
     """Make the challenger live only if it beats the live policy in the simulator (paired, by
     a margin, p < 0.05) and the served traffic rules out a loss of δ: the lower bound of its
     off-policy estimate minus the live policy's observed reward lies above −δ. An interval
-    that still holds −δ refuses, saying about how many more shadow decisions would settle
-    it; only a log with no usable traffic leaves the simulator to decide alone.
+    that still holds −δ refuses, saying about how many more shadow decisions would rule the
+    loss out with 80% power; a log that gives no estimate (no traffic, a challenger whose
+    choices it never showed) refuses as not enough traffic.
 
     Exit code 0 when it is (or would be) promoted, 3 when the gate refuses.
     """
