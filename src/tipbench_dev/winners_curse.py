@@ -97,7 +97,7 @@ def simulate_curse(world: CurseWorld, trials: int, seed: int) -> CurseFigures:
         top = versions.index(best[0].version)
         gaps.append(best[0].mean - float(human[top, held].mean()))
         chosen = [START, *(p.version for p in best)]
-        held_false += _promoted(versions, chosen, human, auto, held, split.heldout)
+        held_false += _promoted(versions, chosen, human, auto, held, split.heldout) is not None
         naive_false += best[0].mean - float(human[0, train].mean()) >= DEFAULT_MARGIN_POINTS
     return CurseFigures(
         trials,
@@ -108,6 +108,28 @@ def simulate_curse(world: CurseWorld, trials: int, seed: int) -> CurseFigures:
         held_false,
         naive_false,
     )
+
+
+def heldout_power(world: CurseWorld, gain: float, trials: int, seed: int) -> float:
+    """The share of `trials` optimizations in which the held-out gate promotes a proposal
+    that is truly better than the start by `gain` composite points (the first proposal; the
+    others equal to the start), on the product's split, shortlist and gate."""
+    rng = np.random.default_rng(seed)
+    scenarios = [_scenario(i) for i in range(world.n_scenarios)]
+    split = split_scenarios(scenarios, seed)
+    index = {s.id: i for i, s in enumerate(scenarios)}
+    train = [index[s] for s in split.training]
+    held = [index[s] for s in split.heldout]
+    versions = [START, *(f"p{k}" for k in range(1, world.proposals + 1))]
+    promoted = 0
+    for _ in range(trials):
+        human = _scores(world, rng, len(versions))
+        human[1] += gain
+        auto = human + rng.normal(0.0, world.judge_sd, human.shape)
+        best = shortlist(_pool(versions, human, train, split.training), START, world.shortlist)
+        chosen = [START, *(p.version for p in best)]
+        promoted += _promoted(versions, chosen, human, auto, held, split.heldout) == versions[1]
+    return promoted / trials
 
 
 def _scenario(number: int) -> Scenario:
@@ -153,9 +175,9 @@ def _promoted(
     auto: _Float,
     columns: list[int],
     ids: tuple[str, ...],
-) -> bool:
-    """Whether the product's gate promotes one of `chosen` over the start on these
-    scenarios (both tiers; the automatic judge calibrated)."""
+) -> str | None:
+    """The version of `chosen` the product's gate promotes over the start on these
+    scenarios (both tiers; the automatic judge calibrated), None if none."""
     runs = [
         CellRun(
             MODEL,
@@ -172,7 +194,8 @@ def _promoted(
     human_board = build_leaderboard(runs, "human", n_resamples=1000)
     auto_board = replace(build_leaderboard(runs, "auto", n_resamples=1000), calibration=(_JUDGE,))
     production = ProductionPrompt("tipbench-tips", 1, START, "")
-    return decide(human_board, auto_board, production).promote
+    decision = decide(human_board, auto_board, production)
+    return decision.prompt_version if decision.promote else None
 
 
 _JUDGE = JudgeCalibration(

@@ -193,10 +193,15 @@ def build_leaderboard(
     )
     ranked = [cell for cell in scored if cell.ranked]
 
+    anytime = _anytime(scored, design) if tier == "human" and scored else None
+    sequences = _leader_sequences(anytime, ranked)
+
     def compare(i: int, j: int) -> PairedComparison:
-        return paired_comparison(
+        vs = paired_comparison(
             ranked[i].per_scenario, ranked[j].per_scenario, CONFIDENCE, n_resamples, seed
         )
+        low, high = sequences.get(j, (math.nan, math.nan)) if i == 0 else (math.nan, math.nan)
+        return replace(vs, cs_low=low, cs_high=high)
 
     def interval(cell: _Scored) -> Estimate:
         return mean_interval(list(cell.per_scenario.values()), CONFIDENCE, n_resamples, seed)
@@ -214,8 +219,31 @@ def build_leaderboard(
         rows=tuple(rows),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_runs=n_runs,
-        anytime=_anytime(scored, design) if tier == "human" and scored else None,
+        anytime=anytime,
     )
+
+
+def _leader_sequences(
+    anytime: AnytimeLeader | None, ranked: Sequence[_Scored]
+) -> dict[int, tuple[float, float]]:
+    """Per ranked cell, the sequence of its difference with the leader once the human tier's
+    sequences have decided the leader: every other cell is then "behind" it (the gate's
+    finding: the table never shows a cell tied with a leader the sequences have decided).
+    Until then the single-look test classifies, paired by scenario."""
+    if anytime is None or not anytime.decided or not ranked:
+        return {}
+    if anytime.leader != _name(ranked[0]):
+        return {}
+    found = {}
+    for j, cell in enumerate(ranked[1:], start=1):
+        low, high = anytime.sequences.get(_name(cell), (math.nan, math.nan))
+        if math.isfinite(low) and high < 0:
+            found[j] = (low, high)
+    return found
+
+
+def _name(cell: _Scored) -> str:
+    return f"{cell.model}|{cell.prompt_version}"
 
 
 def _anytime(scored: Sequence[_Scored], design: _Design) -> AnytimeLeader:
