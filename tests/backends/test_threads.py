@@ -9,6 +9,7 @@ answers as they are.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,12 +100,24 @@ def test_claims_of_live_processes_count_and_a_dead_ones_claim_is_dropped(tmp_pat
     before = mine.version()
     other.claim(2)
     gone.claim(2)
+    (tmp_path / str(os.getppid())).write_text("2 1")  # a pid its claimant had, now another's
     assert mine.version() != before
     assert mine.others() == {other.pid: 2}
     assert not (tmp_path / str(gone.pid)).exists()
+    assert not (tmp_path / str(os.getppid())).exists()
     assert other.others() == {}  # its own claim is not another's
     other.release()
     assert mine.others() == {}
+
+
+def test_without_a_folder_to_write_a_load_goes_on_unclaimed(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    claims = ThreadClaims(blocked / "claims")
+    with claims.locked():
+        claims.claim(2)
+    assert claims.others() == {} and claims.version() == 0
+    claims.release()
 
 
 class FixedSample(CpuSample):
@@ -140,7 +153,6 @@ def test_the_variable_overrides_the_machine(
     monkeypatch.setenv(THREADS_ENV, "3")
     choice = choose_threads(FixedSample(1.9, {0, 1}), ThreadClaims(tmp_path), cores=2)
     assert (choice.threads, choice.source) == (3, "variable")
-    assert choice.llama_kwargs() == {"n_threads": 3, "n_threads_batch": 3}
     assert choice.describe() == f"3 threads ({THREADS_ENV})"
     monkeypatch.setenv(THREADS_ENV, "0")
     with pytest.raises(ValueError, match="must be a number of threads"):

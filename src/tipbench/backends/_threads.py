@@ -56,10 +56,6 @@ class ThreadChoice:
     others: float = 0.0  # of them, what other processes took (cores' worth)
     chosen: int = 0  # what the load chose, before giving way to models loaded later
 
-    def llama_kwargs(self) -> dict[str, int]:
-        """`Llama`'s thread arguments: the count for generating and for evaluating prompts."""
-        return {"n_threads": self.threads, "n_threads_batch": self.threads}
-
     def describe(self) -> str:
         """One line for the progress: `2 threads (2 cores, others took 0.1)`."""
         count = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
@@ -95,14 +91,14 @@ def variable_threads() -> int | None:
 
 
 def llama_threads() -> dict[str, int]:
-    """`Llama`'s thread arguments from `TIPBENCH_LLAMA_THREADS` alone (none when it is
-    unset): what `bench/_baseline_llamacpp.py` loads with, which imports no tipbench.
+    """`Llama`'s (or `llama_cpp.server`'s) thread arguments from `TIPBENCH_LLAMA_THREADS`
+    alone, none when it is unset: how the test suite's and the benches' servers run.
 
     Raises:
         ValueError: the variable is set to something other than a count of threads.
     """
     count = variable_threads()
-    return {} if count is None else ThreadChoice(count, "variable").llama_kwargs()
+    return {} if count is None else {"n_threads": count, "n_threads_batch": count}
 
 
 # --------------------------------------------------------------------------- the machine
@@ -143,8 +139,14 @@ class Machine:
             busy += sum(times) - times[3] - times[4]
         return busy / tick
 
-    def alive(self, pid: int) -> bool:
-        return (self.proc / str(pid)).is_dir()
+    def started(self, pid: int) -> str | None:
+        """When process `pid` started (clock ticks after boot; None: no such process), which
+        tells it apart from a later process that got the same pid."""
+        try:
+            text = (self.proc / str(pid) / "stat").read_text()
+        except OSError:
+            return None
+        return text[text.rfind(")") + 2 :].split()[19]
 
 
 def cpus_of_this_process() -> set[int]:
@@ -201,9 +203,12 @@ def others_from(busy_s: float, own_s: float, wall_s: float) -> float:
 
 @dataclass
 class ThreadClaims:
-    """The threads each loaded tipbench model runs on, one file per process in `folder`.
+    """The threads each loaded tipbench model runs on, one file per process in `folder`
+    (its count and the process's start time).
 
-    A process that died leaves a file whose pid is gone: it is not counted (and is removed).
+    A process that died leaves a file whose process is gone (or whose pid another process
+    now has): it is not counted, and is removed. Claims are a courtesy between tipbench's
+    own models: where the folder cannot be written, a load goes on without them.
     """
 
     folder: Path = CLAIMS_DIR
@@ -213,8 +218,13 @@ class ThreadClaims:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Held while a load decides and claims, so that two loads at once see each other."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / ".lock", "a") as lock:
+        try:
+            self._folder()
+            lock = open(self.folder / ".lock", "a")  # noqa: SIM115 (held for the block)
+        except OSError:
+            yield
+            return
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -224,34 +234,44 @@ class ThreadClaims:
     def others(self) -> dict[int, int]:
         """Threads claimed by other live processes, by pid."""
         found: dict[int, int] = {}
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             for path in self.folder.iterdir():
                 if not path.name.isdigit() or int(path.name) == self.pid:
                     continue
-                pid = int(path.name)
-                if not self.machine.alive(pid):
-                    path.unlink(missing_ok=True)
-                    continue
                 with contextlib.suppress(OSError, ValueError):
-                    found[pid] = int(path.read_text())
+                    threads, started = path.read_text().split()
+                    if self.machine.started(int(path.name)) == started:
+                        found[int(path.name)] = int(threads)
+                        continue
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)  # its process is gone
         return found
 
     def claim(self, threads: int) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / str(self.pid)
-        staged = path.with_suffix(".new")
-        staged.write_text(str(threads))
-        staged.replace(path)
+        with contextlib.suppress(OSError):
+            self._folder()
+            path = self.folder / str(self.pid)
+            staged = path.with_suffix(".new")
+            staged.write_text(f"{threads} {self.machine.started(self.pid)}")
+            staged.replace(path)
 
     def release(self) -> None:
-        (self.folder / str(self.pid)).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            (self.folder / str(self.pid)).unlink(missing_ok=True)
 
     def version(self) -> int:
         """Changes whenever a claim is made or released (the folder's mtime)."""
         try:
             return self.folder.stat().st_mtime_ns
-        except FileNotFoundError:
+        except OSError:
             return 0
+
+    def _folder(self) -> None:
+        """The folder, writable by every user (as /tmp is) the first time it is made."""
+        if not self.folder.is_dir():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                self.folder.chmod(0o1777)
 
 
 def choose_threads(
