@@ -12,7 +12,7 @@ from mlflow.entities import Run
 from support.servers import MlflowServer
 from tipbench.backends._threads import THREADS_ENV
 from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
-from tipbench.tracking import CELL_RUNS
+from tipbench.tracking import CELL_RUNS, GENERATION_PATHS_TAG, decode_paths
 
 pytestmark = pytest.mark.slow
 
@@ -71,11 +71,20 @@ def test_grid_records_one_run_per_cell(
     sqlite_uri: str, experiment: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(THREADS_ENV, "1")
-    result = run_grid(sqlite_uri, experiment)
+    told = Told()
+    result = run_grid(sqlite_uri, experiment, told)
 
     assert result.exit_code == 0
     assert (result.total, result.succeeded, result.skipped) == (4, 4, 0)
     assert dict(result.model_loads) == {"llamacpp:smollm2-135m": 1}
+    # the bundled model's path ships with tipbench: a first collect asks no probe
+    assert result.requests == 4
+    assert "shipped with tipbench" in result.paths["llamacpp:smollm2-135m"]
+    assert not any(str(about).startswith("choosing") for _, about in told.told)
+    assert ("note", "llamacpp:smollm2-135m runs on 1 thread (TIPBENCH_LLAMA_THREADS)") in told.told
+    parent = MlflowClient(sqlite_uri).get_run(result.parent_run_id).data.tags
+    recorded = decode_paths(parent[GENERATION_PATHS_TAG])["llamacpp:smollm2-135m"]
+    assert (recorded["path"], recorded["source"]) == ("schema", "shipped")
     runs = cell_runs(sqlite_uri, experiment)
     assert sorted(r.info.run_name for r in runs) == [
         "llamacpp:smollm2-135m|v1|student-evening",

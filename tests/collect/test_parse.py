@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 
-from tipbench.collect import AnswerDone, parse_tips, tips_schema
-from tipbench.collect._parse import TIP_PATTERN
+from tipbench.collect import AnswerDone, TipWords, parse_tips, tip_pattern, tips_schema
+from tipbench.suite import load_suite
 
 
 def test_json_object_with_tips() -> None:
@@ -42,9 +43,56 @@ def test_schema_asks_for_exactly_n_sentences() -> None:
     schema = tips_schema(4)
     tips = schema["properties"]["tips"]
     assert tips["minItems"] == tips["maxItems"] == 4
-    assert re.match(TIP_PATTERN, "Block 25 minutes now for the chapter 3 draft.")
-    assert not re.match(TIP_PATTERN, "...")
+    pattern = tips["items"]["pattern"]
+    assert pattern == tip_pattern(TipWords.of(load_suite().rubric))
+    for tip in (
+        "Block 25 minutes now for the chapter 3 draft.",
+        "Take your 30-minute walk this morning while you still feel fresh.",
+        "Plan the week's dinners (all of them) before Friday; you save 20% that way!",
+    ):
+        assert re.match(pattern, tip), tip
+    for tip in (
+        "...",
+        "Call mom.",  # three words: under the rubric's four
+        "Sofia: 11:22:14.",  # a run of times, as SmolLM2 repeated them to the token limit
+        "Walk at 9, 10 and 11 today.",  # a third number
+        "Rest " + "now " * 30 + "please.",  # 32 words: overlong
+        "do it now, today.",  # not a capital first
+    ):
+        assert not re.match(pattern, tip), tip
     json.dumps(schema)  # serialisable for every backend
+
+
+WORDS = ["walk", "(daily)", "the", "dentist's", "well-known", "email,", "call;", "plan:", "Sofia"]
+NUMBERS = ["25", "3", "20%", "30-minute", "(1900)", "7,"]
+
+
+def test_a_constrained_tip_is_never_overlong_and_always_parses() -> None:
+    """Tips built as the pattern allows them (seeded, every shape: no number, one, two; from
+    the fewest words to the most) match it, hold the rubric's words and are read back."""
+    rubric = load_suite().rubric
+    words = TipWords.of(rubric)
+    pattern = re.compile(tip_pattern(words))
+    rng = random.Random(46)
+    half, third = (words.most - 2) // 2, (words.most - 3) // 3
+    shapes = [[words.most - 1], [half, half], [third, third, third]]
+    for _ in range(600):
+        stretches = rng.choice(shapes)
+        counts = [rng.randint(0, most) for most in stretches]
+        body: list[str] = []
+        for number, count in enumerate(counts):
+            if number:
+                body.append(rng.choice(NUMBERS))
+            body += [rng.choice(WORDS) for _ in range(count)]
+        tip = " ".join(["Start", *body]) + rng.choice(".!")
+        if not words.least <= rubric.word_count(tip):
+            assert not pattern.match(tip), tip
+            continue
+        assert pattern.match(tip), tip
+        assert rubric.word_count(tip) <= words.most and not rubric.overlong(tip)
+        assert rubric.format_ok(tip), tip
+        answer = json.dumps({"tips": [tip, tip]})
+        assert parse_tips(answer, 2).tips == (tip, tip)
 
 
 def test_one_tip_per_line_under_a_preamble() -> None:

@@ -1,5 +1,6 @@
 """How `--structured auto` chooses a model's path: by counted tokens, on a probe that is not
-the grid's cells, remembered so that a second collect asks nothing.
+the grid's cells, remembered so that a second collect asks nothing; for a model file that
+tipbench knows, the path it ships.
 
 The rule's figures are worked out by hand from its cost model (`collect/_path_choice.py`);
 a seeded simulation checks that, given enough evidence, it picks the path that generates
@@ -9,6 +10,7 @@ the integration tests in `test_paths_reproducible.py` use the real model and ser
 
 from __future__ import annotations
 
+import hashlib
 import random
 from pathlib import Path
 
@@ -23,8 +25,9 @@ from tipbench.backends import (
     ModelSpec,
     RetryPolicy,
 )
-from tipbench.collect import plan_grid
-from tipbench.collect._path_choice import FREE_FIRST, SCHEMA_FIRST, Evidence
+from tipbench.collect import _known_paths, plan_grid
+from tipbench.collect._known_paths import shipped_choice
+from tipbench.collect._path_choice import FREE_FIRST, SCHEMA_FIRST, Evidence, PathChoice
 from tipbench.collect._path_memory import PathMemory
 from tipbench.collect._probe import PROBE_SEED, Probe, probe_cells
 from tipbench.suite import load_suite
@@ -182,3 +185,41 @@ def test_a_second_collect_chooses_from_memory_asking_nothing(tmp_path: Path) -> 
     assert later.evidence == first.evidence and not again.requests
     # another prompt set is another probe: from memory alone it cannot be known
     assert Probe(memory, RetryPolicy(), again, ask=False).choose(grid("v1", 3), SCENARIOS) is None
+
+
+class FromFile(Scripted):
+    """A scripted model whose weights are read from `file`."""
+
+    def __init__(self, file: Path | None) -> None:
+        super().__init__({})
+        self.file = file
+
+    @property
+    def model_file(self) -> Path | None:
+        return self.file
+
+
+def test_a_model_file_tipbench_knows_takes_its_shipped_path_asking_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    weights = tmp_path / "model.gguf"
+    weights.write_bytes(b"GGUF weights")
+    digest = hashlib.sha256(b"GGUF weights").hexdigest()
+    shipped = PathChoice("schema", "shipped", evidence([(368, False)], []), cost=1.25)
+    monkeypatch.setattr(_known_paths, "SHIPPED", {digest: shipped})
+    memory = PathMemory(tmp_path / "paths.sqlite")
+
+    backend = FromFile(weights)
+    assert shipped_choice(backend, memory) == shipped and not backend.requests
+    assert shipped.describe() == (
+        "schema (probe, shipped with tipbench for this file: 0 of 1 free answers usable, "
+        "368 tokens)"
+    )
+    assert shipped.record()["source"] == "shipped"
+    # the digest is remembered while the file keeps its size and time
+    stat = weights.stat()
+    assert memory.digest(f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}") == digest
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF weight!")  # the same size, other weights
+    assert shipped_choice(FromFile(other), memory) is None
+    assert shipped_choice(FromFile(None), memory) is None  # a server's model: no file here

@@ -5,6 +5,8 @@ What tipbench knows of a model can change between collects (its remembered probe
 here are rewritten to favour the other path, as a later probe of other settings or another
 home could): a later collect into the same experiment keeps the recorded path and says why,
 and a collect into a new experiment takes the other one without asking the model anything.
+The bundled model's path ships with tipbench (`collect/_known_paths.py`): here it is probed,
+as a model tipbench knows nothing of.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import pytest
 from mlflow import MlflowClient
 
-from tipbench.collect import CollectConfig, collect, plan_grid, preflight
+from tipbench.collect import CollectConfig, _known_paths, collect, plan_grid, preflight
 from tipbench.collect._cache import request_key
 from tipbench.collect._path_memory import MEMORY_FILE, PathMemory, ProbeAnswer
 from tipbench.collect._probe import probe_cells
@@ -22,6 +24,11 @@ from tipbench.tracking import CELL_RUNS, GENERATION_PATHS_TAG, data_dir, decode_
 MODEL = "llamacpp:smollm2-135m"
 GRID = {"models": MODEL, "prompts": "v1", "n_tips": 2, "max_tokens": 96}
 CELL_PATHS = {"schema": {"schema"}, "free-first": {"free", "free+schema"}}
+
+
+@pytest.fixture(autouse=True)
+def nothing_shipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_known_paths, "SHIPPED", {})
 
 
 def config(experiment: str, n_scenarios: int) -> CollectConfig:

@@ -6,6 +6,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -129,6 +130,12 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, request: GenerationRequest) -> Generation:
         """Answer one request with the loaded model."""
+
+    @property
+    def model_file(self) -> Path | None:
+        """The file the model's weights are read from, where the backend reads them itself
+        (None: a server holds them)."""
+        return None
 
     @property
     def threads(self) -> ThreadChoice | None:

@@ -97,6 +97,10 @@ class LlamaCppBackend(Backend):
         self._claims_seen = 0  # the claims' version `_threads` follows
 
     @property
+    def model_file(self) -> Path:
+        return self.path
+
+    @property
     def threads(self) -> ThreadChoice | None:
         return self._threads
 

@@ -9,7 +9,14 @@ from tipbench.collect._config import (
 )
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._ledger import CollectProgress, CollectResult
-from tipbench.collect._parse import AnswerDone, ParsedTips, parse_tips, tips_schema
+from tipbench.collect._parse import (
+    AnswerDone,
+    ParsedTips,
+    TipWords,
+    parse_tips,
+    tip_pattern,
+    tips_schema,
+)
 from tipbench.collect._probe import PROBE_SEED
 from tipbench.collect._record import CellOutcome, build_record, build_trace
 from tipbench.collect._runner import collect, preflight
@@ -27,11 +34,13 @@ __all__ = [
     "CollectProgress",
     "CollectResult",
     "ParsedTips",
+    "TipWords",
     "build_record",
     "build_trace",
     "collect",
     "parse_tips",
     "plan_grid",
     "preflight",
+    "tip_pattern",
     "tips_schema",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
@@ -12,7 +12,7 @@ from tipbench.backends import (
     StructuredMode,
     constraints_for,
 )
-from tipbench.collect._parse import AnswerDone, tips_schema
+from tipbench.collect._parse import AnswerDone, TipWords, bundled_tip_words, tips_schema
 from tipbench.suite import PromptVersion, Scenario, content_hash
 
 
@@ -30,6 +30,8 @@ class Cell:
     max_tokens: int
     suite: str
     structured: StructuredMode = DEFAULT_STRUCTURED
+    #: The words a constrained tip may have: the suite's rubric's (its label pins them).
+    words: TipWords = field(default_factory=bundled_tip_words)
 
     @property
     def name(self) -> str:
@@ -75,7 +77,7 @@ class Cell:
             temperature=self.temperature,
             seed=self.seed + attempt - 1,
             max_tokens=self.max_tokens,
-            json_schema=tips_schema(self.n_tips) if constraint == "schema" else None,
+            json_schema=tips_schema(self.n_tips, self.words) if constraint == "schema" else None,
             json_object=constraint == "json",
             complete=AnswerDone(self.n_tips) if constraint == "none" else None,
         )
@@ -92,8 +94,11 @@ def plan_grid(
     max_tokens: int,
     suite: str,
     structured: StructuredMode = DEFAULT_STRUCTURED,
+    words: TipWords | None = None,
 ) -> list[Cell]:
-    """Every cell, model-major (so each model is loaded once), then prompt, then scenario."""
+    """Every cell, model-major (so each model is loaded once), then prompt, then scenario;
+    constrained tips of `words` (the suite's rubric's; by default the bundled one's)."""
+    words = words or bundled_tip_words()
     return [
         Cell(
             model,
@@ -106,6 +111,7 @@ def plan_grid(
             max_tokens,
             suite,
             structured,
+            words,
         )
         for model, identity in models
         for prompt in prompts

@@ -8,11 +8,14 @@ first that finds the wanted number of tips wins, else the one that finds the mos
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from tipbench.suite import Rubric, load_suite
 
 ParseMethod = Literal["json", "partial-json", "lines", "plain-lines", "none"]
 
@@ -36,19 +39,78 @@ _MAX_TIP_CHARS = 400
 # longest tip: room for a long preamble), or when this many non-tips per wanted tip came.
 _RUNAWAY_CHARS = 2 * _MAX_TIP_CHARS
 _JUNK_PER_TIP = 3
-# One sentence that starts with a word: keeps small models from filling the list with
-# "..." or runs of digits when their output is constrained by the schema.
-TIP_PATTERN = r"^[A-Z][A-Za-z']* [A-Za-z0-9 ,;:'()/%-]{10,160}[.!]$"
 
 
-def tips_schema(n_tips: int) -> dict[str, Any]:
-    """The JSON schema a structured request constrains the answer to."""
+@dataclass(frozen=True)
+class TipWords:
+    """How many words a tip may have: the rubric's `min_words` (below it a tip is not
+    `format_ok`) to its `max_words` (above it a tip is `overlong`)."""
+
+    least: int
+    most: int
+
+    @classmethod
+    def of(cls, rubric: Rubric) -> TipWords:
+        return cls(rubric.min_words, rubric.max_words)
+
+
+@functools.cache
+def bundled_tip_words() -> TipWords:
+    """The bundled suite's rubric's: what a grid of the bundled suite asks for."""
+    return TipWords.of(load_suite().rubric)
+
+
+# The words of a constrained tip, each counted as the rubric counts words (a run of letters,
+# digits, apostrophes and hyphens) with its punctuation: the first word capitalised, a word
+# of letters, or a number of at most four digits ("25", "20%", "30-minute").
+_FIRST = r"[A-Z][A-Za-z'-]{0,15}[,;:]?"
+_WORD = r" [(]?[A-Za-z][A-Za-z'-]{0,15}[)]?[,;:]?"
+_NUMBER = r" [(]?[0-9]{1,4}(%|-[a-z]{1,10})?[)]?[,;:]?"
+
+
+def tip_pattern(words: TipWords) -> str:
+    """One sentence of `words.least` to `words.most` words that starts with a word and holds
+    at most two numbers.
+
+    A schema-constrained answer cannot run to the token limit inside a tip, as SmolLM2's did
+    when it repeated a phrase or a run of times ("14: 14: 14: …": a digit is a token): every
+    tip ends within the rubric's word limit, so under the schema a tip is never `overlong`
+    and every answer holds its `n_tips` tips. Numbers are what cost tokens, so the words
+    around a number share the limit: with one number at most `(most − 2) // 2` words on each
+    side of it, with two at most `(most − 3) // 3` in each of the three stretches.
+    """
+    shapes = []
+    for numbers in range(3):
+        cap = (words.most - 1 - numbers) // (numbers + 1)
+        need = max(words.least - 1 - numbers, 0)
+        for least in _spreads(need, numbers + 1, cap):
+            stretches = [f"({_WORD}){{{n},{cap}}}" for n in least]
+            shapes.append(_NUMBER.join(stretches))
+    return f"^{_FIRST}({'|'.join(shapes)})[.!]$"
+
+
+def _spreads(total: int, parts: int, cap: int) -> list[tuple[int, ...]]:
+    """Every way to spread `total` over `parts` (each at most `cap`): the fewest words each
+    stretch must have so that a tip has its `least` words wherever its numbers stand."""
+    if parts == 1:
+        return [(total,)] if total <= cap else []
+    return [
+        (first, *rest)
+        for first in range(min(total, cap) + 1)
+        for rest in _spreads(total - first, parts - 1, cap)
+    ]
+
+
+def tips_schema(n_tips: int, words: TipWords | None = None) -> dict[str, Any]:
+    """The JSON schema a structured request constrains the answer to: `n_tips` tips of
+    `words` (by default the bundled rubric's) each."""
+    pattern = tip_pattern(words or bundled_tip_words())
     return {
         "type": "object",
         "properties": {
             "tips": {
                 "type": "array",
-                "items": {"type": "string", "pattern": TIP_PATTERN},
+                "items": {"type": "string", "pattern": pattern},
                 "minItems": n_tips,
                 "maxItems": n_tips,
             }

@@ -39,8 +39,9 @@ FREE_FIRST: tuple[Constraint, ...] = constraints_for("auto")  # ("none", "schema
 SCHEMA_FIRST: tuple[Constraint, ...] = ("schema",)
 
 #: Where a choice came from: a probe (asked now, or every answer remembered from an earlier
-#: probe), the experiment's record of an earlier collect, or its earlier cells.
-Source = Literal["probe", "remembered", "experiment", "cells"]
+#: probe), tipbench itself (a model file it knows, `_known_paths.py`), the experiment's
+#: record of an earlier collect, or its earlier cells.
+Source = Literal["probe", "remembered", "shipped", "experiment", "cells"]
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ class PathChoice:
             if e.mean_schema is not None
             else ""
         )
-        where = "remembered" if self.source == "remembered" else f"{self.asked} requests now"
+        known = {"remembered": "remembered", "shipped": "shipped with tipbench for this file"}
+        where = known.get(self.source, f"{self.asked} requests now")
         if self.error:
             where += f"; {self.error}"
         return (

@@ -6,7 +6,8 @@ rendered messages (so the suite's prompt and its version), the seed, temperature
 and `n_tips`' schema. A later collect of the same model, settings and prompt versions, into
 any experiment, finds every answer it needs and chooses its path without asking the model
 anything; the answers are the probe's own, so the choice is the same as the first collect's.
-Kept apart from the response cache: `--no-cache` does not forget them.
+Kept apart from the response cache: `--no-cache` does not forget them. The same file keeps
+the digests of model files (`_known_paths.py`), by path, size and modification time.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class PathMemory:
             " free_tokens INTEGER NOT NULL, usable INTEGER NOT NULL, schema_tokens INTEGER,"
             " created TEXT DEFAULT CURRENT_TIMESTAMP)"
         )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS file_digests (key TEXT PRIMARY KEY, sha256 TEXT NOT NULL)"
+        )
 
     def get(self, key: str) -> ProbeAnswer | None:
         row = self._db.execute(
@@ -51,6 +55,16 @@ class PathMemory:
             "INSERT OR REPLACE INTO probe_answers (key, free_tokens, usable, schema_tokens)"
             " VALUES (?, ?, ?, ?)",
             (key, answer.free_tokens, int(answer.usable), answer.schema_tokens),
+        )
+
+    def digest(self, key: str) -> str | None:
+        """A model file's SHA-256 by `path|size|mtime_ns` (None: not computed yet)."""
+        row = self._db.execute("SELECT sha256 FROM file_digests WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def keep_digest(self, key: str, sha256: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO file_digests (key, sha256) VALUES (?, ?)", (key, sha256)
         )
 
     def close(self) -> None:

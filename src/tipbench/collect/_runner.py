@@ -25,8 +25,9 @@ from tipbench.backends import (
 from tipbench.collect._cache import CACHE_FILE, ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._grid import Cell, plan_grid
+from tipbench.collect._known_paths import shipped_choice
 from tipbench.collect._ledger import CollectProgress, CollectResult, Ledger
-from tipbench.collect._parse import parse_tips
+from tipbench.collect._parse import TipWords, parse_tips
 from tipbench.collect._path_choice import PathChoice
 from tipbench.collect._path_memory import MEMORY_FILE, PathMemory
 from tipbench.collect._probe import Probe
@@ -72,6 +73,7 @@ def collect(
         max_tokens=config.generation_tokens,
         suite=suite.label,
         structured=config.structured,
+        words=TipWords.of(suite.rubric),
     )
     ledger = Ledger(opening, config, suite, cells, progress, ahead=ahead, tags=parent_tags)
     interrupted = False
@@ -164,16 +166,18 @@ class _Block:
                 self.ledger.record(failed)
 
     def _choose(self, backend: Backend, cells: list[Cell], *, ask: bool) -> PathChoice | None:
-        """Under `auto`, the model's path: the experiment's, else its probe's (from memory,
-        or asked if `ask`); None when it cannot be known without asking."""
+        """Under `auto`, the model's path: the experiment's, else the one tipbench ships for
+        its model file, else its probe's (from memory, or asked if `ask`); None when it
+        cannot be known without asking."""
         if self.memory is None:
             return None
         model = str(backend.spec)
         if model in self.paths:
             return self.paths[model]
         recorded = self.ledger.recorded_path(model)
-        probe = Probe(self.memory, self.retry, backend, ask=ask and recorded is None)
-        probed = probe.choose(cells, self.scenarios)
+        shipped = shipped_choice(backend, self.memory)
+        probe = Probe(self.memory, self.retry, backend, ask=ask and not (recorded or shipped))
+        probed = shipped or probe.choose(cells, self.scenarios)
         if recorded is not None and probed is not None and probed.path != recorded.path:
             self.ledger.open().warnings.append(
                 f"{model} keeps the {recorded.path} path of its earlier cells in "
@@ -311,15 +315,17 @@ def _threads_of(backend: Backend) -> int | None:
 
 
 def _cache_key(cell: Cell, choice: PathChoice | None) -> str:
-    """The cell's cache key: its first request, its structured mode unless `schema` (whose
-    answers were cached under the bare request before the modes existed) and, under `auto`,
-    its model's path (an answer of the other path is not this cell's)."""
+    """The cell's cache key: its first request (under `auto`, as its model's path asks it:
+    on the schema path with the schema, so that another schema's answer is not this
+    cell's), its structured mode unless `schema` (whose answers were cached under the bare
+    request before the modes existed) and, under `auto`, its model's path."""
     identity = cell.model_identity
     if cell.structured != "schema":
         identity = f"{identity}|structured={cell.structured}"
-    if choice is not None:
-        identity = f"{identity}|path={choice.path}"
-    return request_key(identity, cell.request())
+    if choice is None:
+        return request_key(identity, cell.request())
+    first = cell.request(constraint=choice.constraints[0])
+    return request_key(f"{identity}|path={choice.path}", first)
 
 
 def _cached_path(cell: Cell, generation: Generation) -> str:
