@@ -72,12 +72,13 @@ def tip_pattern(words: TipWords) -> str:
     """One sentence of `words.least` to `words.most` words that starts with a word and holds
     at most two numbers.
 
-    A schema-constrained answer cannot run to the token limit inside a tip, as SmolLM2's did
-    when it repeated a phrase or a run of times ("14: 14: 14: …": a digit is a token): every
-    tip ends within the rubric's word limit, so under the schema a tip is never `overlong`
-    and every answer holds its `n_tips` tips. Numbers are what cost tokens, so the words
-    around a number share the limit: with one number at most `(most − 2) // 2` words on each
-    side of it, with two at most `(most − 3) // 3` in each of the three stretches.
+    A model that repeats itself under the schema is stopped at the end of a tip's words, not
+    at the token limit, as SmolLM2's answers were when it repeated a phrase or a run of
+    times ("14: 14: 14: …": a digit is a token): every tip ends within the rubric's word
+    limit, so under the schema a tip is never `overlong`. Numbers are what cost tokens, so
+    the words around a number share the limit: with one number at most `(most − 2) // 2`
+    words on each side of it, with two at most `(most − 3) // 3` in each of the three
+    stretches; each stretch may be short as long as the tip has its `least` words.
     """
     shapes = []
     for numbers in range(3):
