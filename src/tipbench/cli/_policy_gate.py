@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -266,23 +266,22 @@ def evaluate_command(
     if log_file is not None and explicit_state:
         raise click.UsageError("give --state-url or --log, not both")
     names = [p.strip() for p in policies.split(",") if p.strip()] if policies else None
-    if log_file is not None:  # read once, a chunk at a time: memory does not grow with it
-        chunks = traffic_chunks(read_log(log_file), include_score=include_score)
-        report = evaluate(chunks, names, live=live, clip=clip, min_decisions=min_decisions)
-        source = str(log_file)
-    else:
-        store = open_store(state_url, create=False)
-        try:
-            serving = serving_config(store)  # replayed policies decide with its settings
-            chunks = traffic_chunks(decision_rows(store), include_score=include_score)
-            live = live or serving.live
-            report = evaluate(
-                chunks, names, live=live, settings=serving.policies, clip=clip,
-                min_decisions=min_decisions,
-            )  # fmt: skip
-        finally:
+    store = None if log_file is not None else open_store(state_url, create=False)
+    try:  # the log is read once, a chunk at a time: memory does not grow with it
+        rows: Iterable[dict[str, Any]]
+        if log_file is not None:
+            rows, settings, source = read_log(log_file), None, str(log_file)
+        elif store is not None:  # replayed policies decide with the state's settings
+            serving = serving_config(store)
+            rows, settings, live = decision_rows(store), serving.policies, live or serving.live
+            source = redact_uri(state_url) if state_url else "the default state"
+        chunks = traffic_chunks(rows, include_score=include_score)
+        report = evaluate(
+            chunks, names, live=live, settings=settings, clip=clip, min_decisions=min_decisions
+        )
+    finally:
+        if store is not None:
             store.close()
-        source = redact_uri(state_url) if state_url else "the default state"
     if report.decisions == 0:
         only_score = f" but {report.score_left_out:,} /score ones (--include-score)"
         raise ConfigError(
