@@ -14,14 +14,18 @@ are too small where a few large weights carry the estimate (a sample holds fewer
 large weights than it should about half the time, and then both the estimate and its spread
 are low): SNIPS and DR covered 89–92% at 500 decisions with an ε-greedy logger. So each
 variance is at least what the reward model expects of it, with v_i(j) = min(π_i(j)²/p_i(j),
-M²·p_i(j)) the expected squared weight of candidate j and E[r²] ≤ E[r] ≈ q (rewards in
+M²·p_i(j)) the expected squared weight of candidate j and E[r²] ≤ E[r] ≈ q̃ (rewards in
 [0, 1]):
 
-    m₂ = (1/n)·Σ_i Σ_j v_i(j)·q_i(j)                          IPS's second moment
-    s₂ = (1/n)·Σ_i Σ_j v_i(j)·(q_i(j)·(1 − 2V) + V²)          SNIPS's: E[w²·(r − V)²]
-    d₂ = (1/n)·Σ_i Σ_j v_i(j)·q_i(j)·(1 − q_i(j))             DR's: E[w²·(r − q)²]
+    m₂ = (1/n)·Σ_i Σ_j v_i(j)·q̃_i(j)                          IPS's second moment
+    s₂ = (1/n)·Σ_i Σ_j v_i(j)·(q̃_i(j)·(1 − 2V) + V²)          SNIPS's: E[w²·(r − V)²]
+    d₂ = (1/n)·Σ_i Σ_j v_i(j)·q̃_i(j)·(1 − q̃_i(j))             DR's: E[w²·(r − q)²]
 
-Each interval is V ± 1.96·se (95%). The effective sample size is (Σw)²/Σw².
+q̃ is the reward model with 2 rewards of 1 and 2 of 0 added to each category
+(`_sums.RewardModels`). The paired difference from the live policy (DR term − r) has the
+floor (1/n)·Σ_i Σ_j (v_i(j) − 2π_i(j) + p_i(j))·q̃_i(j)·(1 − q̃_i(j)), the variance of
+(w − 1)·r under the model. Each interval is V ± 1.96·se (95%). The effective sample size is
+(Σw)²/Σw².
 
 **Clipping.** A weight above M is cut to M, which biases IPS and SNIPS down by up to
 (1/n)·Σ(π/p − M) (rewards in [0, 1]). Where the clip cut more than `BIASED_CLIP_SHARE` of
