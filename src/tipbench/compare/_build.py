@@ -275,8 +275,7 @@ def _anytime(scored: Sequence[_Scored], design: _Design) -> AnytimeLeader:
     )
     decision, covered = human_decision(judged_units, ALPHA)
     names = [f"{model}|{prompt}" for model, prompt in cells]
-    scenarios = [len(design[name]) for name in cells]
-    return anytime_leader(names, decision, covered.tolist(), scenarios, ALPHA)
+    return anytime_leader(names, judged_units, decision, covered.tolist(), ALPHA)
 
 
 def _row(scored: _Scored, placing: Placing | None, interval: Estimate) -> LeaderboardRow:

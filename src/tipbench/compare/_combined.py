@@ -44,7 +44,6 @@ from tipbench.stats import (
     CONFIDENCE,
     Estimates,
     PairedComparison,
-    cell_scenarios,
     half_width,
     min_attainable_p,
     scenarios_needed,
@@ -176,11 +175,7 @@ def combined_leader(state: CombinedState) -> AnytimeLeader:
     """The combined tier's leader by its confidence sequences, in names and words."""
     names = [f"{model}|{prompt}" for model, prompt in state.cells]
     return anytime_leader(
-        names,
-        state.decision,
-        state.estimates.n_human_scenarios.tolist(),
-        cell_scenarios(state.judged).tolist(),
-        ALPHA,
+        names, state.judged, state.decision, state.estimates.n_human_scenarios.tolist(), ALPHA
     )
 
 

@@ -66,6 +66,7 @@ def board_notes(board: Leaderboard, *, calibration: bool = True) -> list[str]:
             "For promotion (confidence sequences, valid however often you look): "
             f"{board.anytime.message}."
         )
+    notes += detectable_note(board)
     notes += paths_note(board.paths)
     if len(board.ranked) < len(board.rows):
         notes.append(f"Cells judged on fewer than {board.min_scenarios} scenarios are not ranked.")
@@ -105,6 +106,12 @@ def leaderboard_warnings(board: Leaderboard) -> list[str]:
     return warnings
 
 
+def detectable_note(board: Leaderboard) -> list[str]:
+    """What the gate can detect on the leaderboard's scenarios, as a note (none without)."""
+    detectable = board.anytime.detectable if board.anytime is not None else None
+    return [f"Detectable: {detectable.describe()}."] if detectable is not None else []
+
+
 def combined_notes(board: Leaderboard) -> list[str]:
     """The combined tier's notes: how its figures are made, and how the judging stands."""
     notes = [COMBINED_NOTE]
@@ -112,6 +119,7 @@ def combined_notes(board: Leaderboard) -> list[str]:
     if judging is not None:
         order = f" ({judging.order} judging order)" if judging.order else ""
         notes.append(f"Judging{order}: {judging.message}.")
+        notes += detectable_note(board)
         if judging.unused:
             notes.append(
                 f"{counted(judging.unused, 'human-scored run')} not used yet: scored out of "

@@ -16,7 +16,9 @@ state it keeps. What lives where:
   each save, the run it serves, the order a judge file lists;
 - `AnytimeLeader`, `anytime_leader`, `human_decision`, `cannot_decide` (`_anytime`): the
   leader as the confidence sequences see it, which the judging stops on and promotion rests
-  on.
+  on;
+- `DetectableGap`, `detectable_gap` (`_detectable`): the smallest gap the gate can detect on
+  an experiment's scenarios, said before anyone judges.
 
 The statistics underneath are `tipbench.stats`'.
 """
@@ -28,6 +30,7 @@ from tipbench.judging._active import (
     queue_inclusion,
 )
 from tipbench.judging._anytime import AnytimeLeader, anytime_leader, cannot_decide, human_decision
+from tipbench.judging._detectable import ASSUMED_SPREAD, DetectableGap, detectable_gap
 from tipbench.judging._loop import Queues, Snapshot, next_units, snapshot
 from tipbench.judging._order import (
     DEFAULT_ORDER,
@@ -51,11 +54,13 @@ from tipbench.judging._status import (
 )
 
 __all__ = [
+    "ASSUMED_SPREAD",
     "DEFAULT_ORDER",
     "KIND_JUDGING_ORDER",
     "ORDERS",
     "AnytimeLeader",
     "CombinedState",
+    "DetectableGap",
     "JudgingOrder",
     "JudgingStatus",
     "Order",
@@ -66,6 +71,7 @@ __all__ = [
     "cannot_decide",
     "combined_state",
     "current_order",
+    "detectable_gap",
     "ensure_order",
     "human_decision",
     "inclusion_at_turn",

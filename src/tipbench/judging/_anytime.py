@@ -20,10 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench._words import counted
+from tipbench.judging._detectable import DetectableGap, detectable_gap
 from tipbench.stats import (
     Judged,
     LeaderDecision,
     Sample,
+    cell_scenarios,
     decide_leader,
     estimate,
     json_number,
@@ -56,6 +58,7 @@ class AnytimeLeader:
         alpha: The level of each end of each comparison (α / (C − 1), one-sided).
         set_aside: The cells whose runs cover too few scenarios to be compared, with their
             scenarios: the leader is decided among the others.
+        detectable: The smallest gap the gate detects on these scenarios.
     """
 
     leader: str | None
@@ -64,6 +67,7 @@ class AnytimeLeader:
     sequences: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     alpha: float = math.nan
     set_aside: Mapping[str, int] = field(default_factory=dict)
+    detectable: DetectableGap | None = None
 
     def aside_note(self) -> str:
         """``; set aside, too few scenarios to compare: …`` (empty when none is)."""
@@ -83,6 +87,7 @@ class AnytimeLeader:
             "message": self.message,
             "alpha_per_comparison": json_number(self.alpha),
             "set_aside": dict(self.set_aside),
+            "detectable": self.detectable.to_dict() if self.detectable else None,
             "sequences": {
                 name: [json_number(low), json_number(high)]
                 for name, (low, high) in self.sequences.items()
@@ -92,20 +97,22 @@ class AnytimeLeader:
 
 def anytime_leader(
     names: Sequence[str],
+    judged: Judged,
     decision: LeaderDecision,
     human_scenarios: Sequence[int],
-    scenarios: Sequence[int],
     alpha: float,
 ) -> AnytimeLeader:
     """A one-pool decision in names and words.
 
     Args:
         names: Each cell's name, in the decision's cell order.
+        judged: Every run of the pool, human-scored or not (what the cells cover).
         decision: `decide_leader` on one pool.
         human_scenarios: Each cell's human-judged scenarios.
-        scenarios: Each cell's scenarios (what its runs cover, judged or not).
         alpha: The level over all comparisons.
     """
+    scenarios = cell_scenarios(judged).tolist()
+    detectable = detectable_gap(judged)
     comparable = decision.comparable
     set_aside = {names[c]: int(n) for c, n in enumerate(scenarios) if not comparable[c]}
     leader = int(decision.leader[0]) if len(decision.leader) else -1
@@ -118,12 +125,12 @@ def anytime_leader(
     name = names[leader] if leader >= 0 else None
 
     def said(decided: bool, message: str) -> AnytimeLeader:
-        return AnytimeLeader(name, decided, message + _aside(set_aside), spans, each, set_aside)
+        message += _aside(set_aside)
+        return AnytimeLeader(name, decided, message, spans, each, set_aside, detectable)
 
     if not comparable.any():
-        return AnytimeLeader(
-            None, False, cannot_decide(max(scenarios, default=0), alpha) or "", spans, each
-        )
+        too_few = cannot_decide(max(scenarios, default=0), alpha) or ""
+        return AnytimeLeader(None, False, too_few, spans, each, detectable=detectable)
     if leader >= 0 and bool(decision.decided[0]):
         return said(True, "the leader is decided")
     needed = decision.needed

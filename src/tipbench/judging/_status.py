@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,6 +24,7 @@ import numpy.typing as npt
 from tipbench._words import counted
 from tipbench.judging._active import inclusion_by_turn
 from tipbench.judging._anytime import cannot_decide
+from tipbench.judging._detectable import detectable_gap
 from tipbench.judging._loop import Snapshot, next_units
 from tipbench.stats import (
     ALPHA,
@@ -65,6 +66,7 @@ class JudgingStatus:
         message: What the judging page says after each save.
         unused: Human-scored runs not used yet (scored out of turn: a run before them in
             their cell's queue still waits).
+        detectable: The smallest gap the gate can detect on these scenarios, in words.
     """
 
     order: str | None
@@ -73,6 +75,7 @@ class JudgingStatus:
     expected_more: int | None
     message: str
     unused: int = 0
+    detectable: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,10 +85,20 @@ class JudgingStatus:
             "expected_more": self.expected_more,
             "message": self.message,
             "unused": self.unused,
+            "detectable": self.detectable,
         }
 
 
 def judging_status(state: CombinedState) -> JudgingStatus:
+    """Whether the leader is decided, about how many more judgements it needs, and what the
+    gate can detect on these scenarios (see `_status`)."""
+    found = _status(state)
+    if not state.cells:
+        return found
+    return replace(found, detectable=detectable_gap(state.judged).describe())
+
+
+def _status(state: CombinedState) -> JudgingStatus:
     """Whether the leader is decided, and about how many more judgements it needs.
 
     In this order: the scenarios too few for any decision ("cannot be decided on 3

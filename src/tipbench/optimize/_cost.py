@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tipbench._words import counted
+from tipbench.judging import DetectableGap
 from tipbench.optimize._config import OptimizeConfig
 from tipbench.optimize._record import KIND_OPTIMIZATION, SPEED_METRIC
 from tipbench.optimize._split import Split
@@ -99,7 +100,7 @@ def estimate(
         per_iteration,
         heldout,
         speed,
-        detectable_gap_text(split.heldout),
+        detectable_gap_text(split.heldout, 1 + config.shortlist),
     )
 
 
@@ -117,17 +118,10 @@ def measured_speed(store: TrackingStore, config: OptimizeConfig) -> Speed | None
     return None
 
 
-def detectable_gap_text(heldout: Sequence[str]) -> str:
-    """What the held-out gate can detect on these scenarios, with every run judged.
-
-    The one place the optimizer asks the gate for its smallest detectable gap: the gate's
-    statistics are being rebuilt (issue 43), which gives `tipbench.promote` a public
-    `detectable_gap`; until it exists, this says only what it rests on.
-    """
-    return (
-        f"held-out gate: {counted(len(heldout), 'held-out scenario')}, every run to be judged "
-        "by people; the smallest gap it can detect there is not computed yet (issue 43)"
-    )
+def detectable_gap_text(heldout: Sequence[str], cells: int) -> str:
+    """What the held-out gate can detect on these scenarios among `cells` cells (the start
+    and the shortlist), with every run judged by people (`judging.DetectableGap`)."""
+    return f"held-out gate: {DetectableGap.assumed(len(heldout), cells).describe()}"
 
 
 def _duration(seconds: float) -> str:

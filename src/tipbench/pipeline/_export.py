@@ -33,10 +33,12 @@ class JudgeExport:
     status: JudgingStatus
 
     def describe(self) -> str:
-        """`in the experiment's active order since …; about 12 more judgments expected`."""
-        if self.order is None:
-            return self.status.message
-        return f"in the experiment's {self.order.describe()}; {self.status.message}"
+        """`in the experiment's active order since …; about 12 more judgments expected;
+        8 scenarios: the gate can detect a gap of about …`."""
+        said = [self.status.message, self.status.detectable]
+        if self.order is not None:
+            said.insert(0, f"in the experiment's {self.order.describe()}")
+        return "; ".join(part for part in said if part)
 
 
 def export_in_order(

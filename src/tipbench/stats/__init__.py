@@ -33,6 +33,7 @@ from tipbench.stats._confseq import (
     sequence_radius,
     sequences,
     small_sample_factor,
+    smallest_gap,
 )
 from tipbench.stats._estimate import (
     ALPHA,
@@ -111,6 +112,7 @@ __all__ = [
     "sequences",
     "sign_flip_interval",
     "small_sample_factor",
+    "smallest_gap",
     "t_p_value",
     "t_quantile",
     "tied",

@@ -68,6 +68,7 @@ __all__ = [
     "sequence_radius",
     "sequences",
     "small_sample_factor",
+    "smallest_gap",
 ]
 
 _Float = npt.NDArray[np.float64]
@@ -291,3 +292,29 @@ def decide_leader(
         comparable,
         needed,
     )
+
+
+def smallest_gap(
+    n_scenarios: int, n_cells: int, spread: float, alpha: float = ALPHA, power: float = 0.8
+) -> float:
+    """The smallest true gap between the best cell and the next that the sequences decide in
+    ``power`` of experiments once every run is judged: ``(c · f + t_power) · spread / √S``,
+    with c the boundary at the horizon at α / (C − 1), f its allowance for a variance pooled
+    over the C cells' pairs ((C − 1)(S − 1) degrees of freedom) and t_power the t quantile at
+    ``power`` (NaN below two cells or `MIN_DF` + 1 scenarios).
+
+    Args:
+        n_scenarios: S, the scenarios every cell runs on.
+        n_cells: C, the cells compared.
+        spread: The standard deviation of one scenario's difference between two cells.
+        alpha: The gate's level.
+        power: The share of experiments that should find the gap.
+    """
+    from scipy.special import stdtrit
+
+    if n_cells < 2 or n_scenarios <= MIN_DF:
+        return math.nan
+    df = np.asarray([(n_cells - 1) * (n_scenarios - 1)], dtype=np.float64)
+    each = alpha / (n_cells - 1)
+    boundary = float(horizon_boundary(each)) * float(small_sample_factor(df, each)[0])
+    return (boundary + float(stdtrit(df[0], power))) * spread / math.sqrt(n_scenarios)

@@ -66,6 +66,8 @@
     if (!judging || !judging.message) return;
     const text = judging.message.charAt(0).toUpperCase() + judging.message.slice(1);
     box.textContent = `${text}.`;
+    // What the gate can find on these scenarios, said before anyone judges (issue 43).
+    $("judging-detectable").textContent = judging.detectable ? `${judging.detectable}.` : "";
     box.classList.toggle("decided", judging.decided);
     box.hidden = false;
   }
