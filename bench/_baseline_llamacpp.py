@@ -7,15 +7,16 @@ REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx`, `shortlist_gramm
 grammars on a shortlist first, as the embedded backend does) and, per model, its GGUF path
 and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`, `repeat_penalty`,
 `response_format`, `stream`). Each model is loaded as tipbench's embedded backend loads it
-(`n_ctx`, plain CPU buffers, `TIPBENCH_LLAMA_THREADS`, prompts in blocks), then asked with
+(`n_ctx`, plain CPU buffers, the threads it would choose, prompts in blocks), then asked with
 `create_chat_completion`, one request after the other; a `stream` request is streamed, as
 collect streams its free requests. OUT.json gets each answer's text and completion tokens by
 name, and a streamed answer's chunks (one per token) under `pieces`.
 
 It imports no tipbench: this is what the same generations cost without it. It loads
-tipbench's `_aligned.py` (and with `shortlist_grammar` its `_shortlist.py`) on its own,
-modules that need only llama-cpp-python and numpy, so that prompts are evaluated and
-constrained requests sampled as collect does.
+tipbench's `_aligned.py`, `_threads.py` (and with `shortlist_grammar` its `_shortlist.py`)
+on their own, modules that need only llama-cpp-python, numpy and the standard library, so
+that the model runs on the threads collect's would, prompts are evaluated and constrained
+requests sampled as collect does.
 It writes marks to stderr (`loading M`, `loaded M`, `[i/n] name`, `unloading M`) from which
 the caller times the phases and the requests.
 """
@@ -68,16 +69,25 @@ def backend_module(name: str) -> Any:
 
 
 def load_as_the_backend(model_path: str, n_ctx: int, shortlist: bool) -> Any:
-    """A `Llama` loaded as the embedded backend loads it: plain CPU buffers,
-    `TIPBENCH_LLAMA_THREADS`, prompts in blocks and whole blocks reused (`_aligned`), and
-    with `shortlist` grammars checked on a shortlist first (`_shortlist`)."""
+    """A `Llama` loaded as the embedded backend loads it: plain CPU buffers, the threads it
+    would choose (`_threads`: one per core free, or `TIPBENCH_LLAMA_THREADS`), prompts in
+    blocks and whole blocks reused (`_aligned`), and with `shortlist` grammars checked on a
+    shortlist first (`_shortlist`)."""
+    threads = backend_module("_threads")
+    sample = threads.CpuSample.start()  # measured over the import, as the backend does
     from llama_cpp import Llama
 
     aligned = backend_module("_aligned")
-    threads = backend_module("_threads").llama_threads()
+    choice = threads.choose_threads(sample, threads.ThreadClaims())
+    mark(f"threads {choice.threads}")
     with plain_cpu_buffers():
         llm = Llama(
-            model_path=model_path, n_ctx=n_ctx, n_batch=aligned.BLOCK, verbose=False, **threads
+            model_path=model_path,
+            n_ctx=n_ctx,
+            n_batch=aligned.BLOCK,
+            verbose=False,
+            n_threads=choice.threads,
+            n_threads_batch=choice.threads,
         )
     if shortlist:
         backend_module("_shortlist").shortlist_grammar(llm)

@@ -34,10 +34,16 @@ class ArmResult:
     full: int  # cells whose (final) answer parses into n_tips tips
     cells: int
     requests: int = 0  # generation requests the arm made (collect's probe included)
+    tips: int = 0  # usable tips the arm delivered, over every cell (collect's arms)
 
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.request_seconds if self.request_seconds else 0.0
+
+    @property
+    def seconds_per_tip(self) -> float:
+        """Wall clock per usable tip delivered: how a mode that leaves cells short compares."""
+        return self.seconds / self.tips if self.tips else float("inf")
 
 
 def best_ratio(a: Sequence[float], b: Sequence[float]) -> float:
@@ -60,6 +66,30 @@ def percentile(values: Sequence[float], q: float) -> float:
     """The `q` quantile (0–1) of `values`, nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def print_default_bars(rounds: Sequence[Mapping[str, ArmResult]]) -> None:
+    """Issue 46, item 3: the default against `--structured schema` on equal work, and
+    against free-only in seconds per usable tip (free-only leaves cells short), for a later
+    collect (b), whose path is remembered, and a first one in a fresh home (b1): medians of
+    the per-round ratios with their range, target ≤ 1.05 each (printed)."""
+    for key, which in (("b", "remembered path"), ("b1", "first collect, fresh home")):
+        if key not in rounds[0]:
+            continue
+        mine = [r[key].seconds for r in rounds]
+        schema = median_ratio([r["bs"].seconds for r in rounds], mine)
+        print(
+            f"({key})/(b:schema), {which}: {spread([r['bs'].seconds for r in rounds], mine)}"
+            f"   target median ≤ 1.05   {'met' if schema <= 1.05 else 'NOT met'}"
+        )
+        per_tip = [r[key].seconds_per_tip for r in rounds]
+        free = [r["bo"].seconds_per_tip for r in rounds]
+        ratio = median_ratio(free, per_tip)
+        print(
+            f"({key})/(b:off) seconds per usable tip, {which}: {spread(free, per_tip)}"
+            f"   target median ≤ 1.05   {'met' if ratio <= 1.05 else 'NOT met'}"
+            f"   (tips {[r[key].tips for r in rounds]} against {[r['bo'].tips for r in rounds]})"
+        )
 
 
 def print_arms(
@@ -125,12 +155,7 @@ def print_arms(
             f"(b)/faster of (b:schema), (b:off): {spread(faster, per_round('b'))}"
             f"   target median ≤ 1.05   {verdict(default <= 1.05)}"
         )
-        if "b1" in best:  # a first collect: its probe, and its home's store template
-            first = median_ratio(faster, per_round("b1"))
-            print(
-                f"(b1)/faster of (b:schema), (b:off): {spread(faster, per_round('b1'))}"
-                f"   (a first collect in its home; printed, no target: median {first:.3f})"
-            )
+        print_default_bars(rounds)
     for key in ("bs", "bo"):
         if key in best:
             label = ARM_LABELS[key].split()[0]

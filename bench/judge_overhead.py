@@ -10,7 +10,7 @@ fresh copy of it, each arm a fresh process timed from start to exit:
   (a)  baseline: plain llama-cpp-python in a loop making the SAME requests (b) makes, in
        the same order: the same messages, schema, temperature, seed, max tokens and repeat
        penalty, the model loaded as the embedded backend loads it (n_ctx, plain CPU
-       buffers, TIPBENCH_LLAMA_THREADS) and grammars checked on a shortlist as it does;
+       buffers, the threads it chooses) and grammars checked on a shortlist as it does;
   (a:by-name) the same requests, the runs by name (model|prompt|scenario) instead of
        scenario by scenario: what the order saves;
   (a:whole) the requests as the judge made them before its answer ended after the
@@ -22,7 +22,9 @@ It prints per round the wall clock of each arm, b/a, the candidates per second o
 (b)'s time goes (start-up, judging, the tail after the last candidate), and whether (b)'s
 answers (its `auto_answers.json`) are (a)'s, candidate by candidate. Target: b/a ≤ 1.10,
 best round against best round (other work on the machine only ever adds time), with the
-median of the per-round ratios beside it.
+median of the per-round ratios beside it. Printed too: (b)'s candidates per second against
+the 0.70 it judged before issue 46 on the README's grid (target ≥ 1.5×; a fixed figure from
+an idle 2-core machine, so read it from one).
 
     python bench/judge_overhead.py [--n-scenarios 3] [--prompts v1,v2-mentor,v3-few-shot]
                                    [--n-tips 5] [--repeat 3] [--threads T]
@@ -65,6 +67,10 @@ from tipbench.suite import SCORE_NAMES, levels, load_suite
 from tipbench.tracking import AUTO_ANSWERS_FILE, TrackingStore
 
 TARGET = 1.10
+#: (b)'s candidates per second over the wall clock before issue 46 (best round, idle 2-core
+#: machine, f0c693e; bench/README.md), and what issue 46 asks of it: 1.5 times as many.
+BEFORE_46 = 0.70
+SPEED_TARGET = 1.5
 EXPERIMENT = "tip-bench-judge-overhead"
 BASELINE = Path(_baseline_llamacpp.__file__).resolve()
 _SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -312,6 +318,11 @@ def report(setup: Setup, rounds: list[Round], args: argparse.Namespace) -> bool:
     print(f"b/a CPU-seconds: {cpu:.3f}   (median, for reference)")
     same = all(r.same == n and r.judged == setup.runs for r in rounds)
     print(f"(b) judged every run with (a)'s answers in every round: {'yes' if same else 'NO'}")
+    speed = n / min(r.arms["b"].timed.seconds for r in rounds)
+    gain = speed / BEFORE_46
+    print(f"(b) candidates per second / {BEFORE_46} before issue 46: {gain:.2f}   target ≥ "
+          f"{SPEED_TARGET}   {'met' if gain >= SPEED_TARGET else 'NOT met'}   (printed: the "
+          "figure before was the README's 45 candidates on an idle 2-core machine)")  # fmt: skip
     return ratio <= TARGET and same
 
 
@@ -324,7 +335,7 @@ def main() -> int:
     parser.add_argument(
         "--threads",
         default=os.environ.get("TIPBENCH_LLAMA_THREADS"),
-        help="TIPBENCH_LLAMA_THREADS for every arm [default: as set, else llama.cpp's]",
+        help="TIPBENCH_LLAMA_THREADS for every arm [default: as set, else tipbench's choice]",
     )
     parser.add_argument(
         "--quiet-wait",

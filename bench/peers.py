@@ -30,10 +30,12 @@ max]), the chat completions the server answered for it (its access log), complet
 their ratio to the bare loop's, the cells whose answer parses into n_tips tips, and how many
 cells got the very answer the bare loop got (all of them for a peer that sent the same request;
 collect's answers are cut and retried, so not compared); then the target of issue 24:
-tipbench's wall clock ≤ promptfoo's and Inspect AI's (medians of the per-round ratios). Exit
-status 0 when every arm that ran generated every cell.
+tipbench's wall clock ≤ promptfoo's and Inspect AI's, and of issue 46: ≤ 0.95 × the faster
+of the two in each round, with ≥ 95 % of its cells holding n_tips tips (medians of the
+per-round ratios). Exit status 0 when every arm that ran generated every cell.
 
     python bench/peers.py [--rounds 3] [--n-scenarios N] [--prompts v1,...] [--n-tips N]
+                          [--max-tokens N]
                           [--tools bare,tipbench,tipbench:off,promptfoo,inspect]
                           [--server-cpus 0]   (as structured_server.py's)
 """
@@ -264,6 +266,9 @@ def main() -> int:
     parser.add_argument("--n-scenarios", type=int, default=0, help="first N scenarios (0 = all)")
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS)
     parser.add_argument("--n-tips", type=int, default=5)
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="per cell [default: collect's, 64·n_tips+48]"
+    )
     parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
     parser.add_argument("--tools", default=",".join(TOOLS), help="bare is always run")
     parser.add_argument("--keep", type=Path, help="work in DIR and keep it (server and tool logs)")
@@ -350,6 +355,15 @@ def report(rounds: list[dict[str, Outcome]], cells: int) -> None:
                   f"   target median ≤ 1.00   {verdict}")  # fmt: skip
             if ratio > 1.0:
                 print(f"  why: {why(rounds, peer)}")
+    peers = [p for p in ("promptfoo", "inspect") if p in rounds[0]]
+    if peers:  # issue 46: ahead of the fastest peer, with the cells usable
+        fastest = [min(r[p].arm.seconds for p in peers) for r in rounds]
+        ratio = statistics.median(a / b for a, b in zip(ours, fastest, strict=True))
+        full = min(r["tipbench"].arm.full / max(r["tipbench"].arm.cells, 1) for r in rounds)
+        met = ratio <= 0.95 and full >= 0.95
+        print(f"tipbench / the fastest peer wall clock: {spread(fastest, ours)}   target "
+              f"median ≤ 0.95 with ≥ 95% cells holding n_tips tips ({full:.0%})   "
+              f"{'met' if met else 'NOT met'}")  # fmt: skip
 
 
 def why(rounds: list[dict[str, Outcome]], peer: str) -> str:

@@ -26,9 +26,11 @@ so that a change of path between rounds shows.
 It prints per arm wall time, time inside the requests, completion tokens, tokens/s and the
 share of cells parsing into n_tips tips, and the ratios with their targets: (b) tokens/s
 ≥ 0.9 × (u), ≥ 95 % of (b)'s cells with n_tips tips, and, as medians of per-round ratios
-with their range, (b)/(a) ≤ 1.05 and (b)/faster of (b:schema), (b:off) ≤ 1.05. (u), (s) and
-the collect arms run in a rotating order, (a) right after (b), which it replays. Exit status
-0 when (b) ran and recorded every cell.
+with their range, (b)/(a) ≤ 1.05 and (b)/faster of (b:schema), (b:off) ≤ 1.05; and issue
+46's bars for a later collect (b) and a first one (b1): / (b:schema) ≤ 1.05 on equal work and
+/ (b:off) ≤ 1.05 in seconds per usable tip (free-only leaves cells short). (u), (s) and the
+collect arms run in a rotating order, (a) right after (b), which it replays. Exit status 0
+when (b) ran and recorded every cell.
 
 The bare loop is `_baseline_openai.py`; the requests and the replay are built as
 `collect_overhead.py` builds them (`_arms.py`), and the table is printed by `_report.py`.
@@ -84,7 +86,11 @@ ARMS = ("u", "s", "b", "a", "b1", "bs", "bo")  # every arm, in the first round's
 def plan(args: argparse.Namespace) -> tuple[CollectConfig, list[dict[str, Any]]]:
     """Each cell's free and schema-constrained request, built with tipbench's own planner."""
     config = CollectConfig(
-        models=[MODEL], prompts=args.prompts, n_tips=args.n_tips, n_scenarios=args.n_scenarios
+        models=[MODEL],
+        prompts=args.prompts,
+        n_tips=args.n_tips,
+        n_scenarios=args.n_scenarios,
+        max_tokens=getattr(args, "max_tokens", None),  # peers.py's --max-tokens
     )
     suite = load_suite()
     cells = plan_grid(
@@ -138,6 +144,7 @@ def collect_arm(
         "--prompts", ",".join(config.prompts), "--n-scenarios", str(config.n_scenarios),
         "--n-tips", str(config.n_tips), "--experiment", "bench-structured",
         "--tracking-uri", uri, "--structured", mode, "--no-cache",
+        *(["--max-tokens", str(config.max_tokens)] if config.max_tokens else []),
     ]  # fmt: skip
     seconds, done = timed(command, env)
     if done.returncode != 0:
@@ -151,6 +158,7 @@ def collect_arm(
         int(sum(r.data.metrics.get("completion_tokens", 0) for r in runs)),
         sum(r.data.metrics.get("candidate_count", 0) >= config.n_tips for r in runs),
         len(runs),
+        tips=int(sum(r.data.metrics.get("candidate_count", 0) for r in runs)),
     )
     return arm, paths_of(runs)
 
