@@ -105,6 +105,41 @@ def test_serve_reward_stats_contract(client: httpx.Client) -> None:
     assert client.get("/stats/egreedy-v1").json()["decisions"] == 1
 
 
+def test_sources_are_served_and_counted_per_source(client: httpx.Client) -> None:
+    """A candidate's provenance (item 1 of issue 49): served as usual, counted by source in
+    `/stats` and `/stats/{policy}`; candidates without one are 'unknown source'."""
+    sources = [
+        {"model": "llamacpp:smollm2-135m", "prompt_version": "v2-mentor",
+         "experiment": "tip-bench-auto", "run_id": "0f3c2a9d", "tip_index": 1},
+        {"model": "llamacpp:smollm2-135m", "prompt_version": "v1"},
+        None,
+    ]  # fmt: skip
+    body = json.loads(json.dumps(REQUEST))
+    for candidate, source in zip(body["candidates"], sources, strict=True):
+        if source is not None:
+            candidate["source"] = source
+    served = [client.post("/serve", json=body).json() for _ in range(12)]
+    for decision in served[:6]:
+        reward = {"decision_id": decision["decision_id"], "event": "completed"}
+        assert client.post("/reward", json=reward).status_code == 200
+    names = {"t1": "llamacpp:smollm2-135m|v2-mentor", "t2": "llamacpp:smollm2-135m|v1",
+             "t3": "unknown source"}  # fmt: skip
+    expected: dict[str, list[int]] = {}
+    for i, decision in enumerate(served):
+        counted = expected.setdefault(names[decision["tip_id"]], [0, 0])
+        counted[0] += 1
+        counted[1] += i < 6
+    for stats in (client.get("/stats").json(), client.get("/stats/egreedy-v2").json()):
+        shown = {k: [s["decisions"], s["rewards"]] for k, s in stats["sources"].items()}
+        assert shown == expected
+    for key, figures in client.get("/stats").json()["sources"].items():
+        if key == "unknown source":
+            assert (figures["model"], figures["prompt_version"]) == (None, None)
+        else:
+            assert f"{figures['model']}|{figures['prompt_version']}" == key
+            assert figures["mean_reward"] == (1.0 if expected[key][1] else None)
+
+
 def test_roles_change_without_restart(client: httpx.Client) -> None:
     changed = client.put("/config", json={"live": "linucb", "shadows": []})
     assert (changed.json()["live"], changed.json()["shadows"]) == ("linucb", [])
@@ -128,6 +163,12 @@ BAD_DECISIONS = [
     ("profile_features", {"completion_rate": 2, "dismiss_rate": 0, "mean_dwell_s": 0,
                           "tips_seen": 0}, "profile_features.completion_rate"),
     ("context", _MISSING, "context"),
+    ("candidates.0.source", {"model": "m|x", "prompt_version": "v1"}, "candidates.0.source.model"),
+    ("candidates.0.source", {"prompt_version": "V 1"}, "candidates.0.source.prompt_version"),
+    ("candidates.0.source", {"tip_index": 2}, "candidates.0.source.tip_index"),
+    ("candidates.0.source", {"run_id": "r1", "tip_index": -1}, "candidates.0.source.tip_index"),
+    ("candidates.0.source", {"cell": "x"}, "candidates.0.source.cell"),
+    ("candidates.0.source", {"run_id": "r\u00e9"}, "candidates.0.source.run_id"),
 ]  # fmt: skip
 
 

@@ -28,6 +28,8 @@ from tipbench.policy_service._open import default_state_url, open_store
 from tipbench.policy_service._records import (
     EVENTS,
     EXPIRED,
+    SOURCE_FIELDS,
+    UNKNOWN_SOURCE,
     CandidateTip,
     DecisionRecord,
     Event,
@@ -40,6 +42,8 @@ from tipbench.policy_service._records import (
     RewardRecord,
     Roles,
     ScoredCandidate,
+    TipSource,
+    source_key,
 )
 from tipbench.policy_service._service import (
     DEFAULT_LIVE,
@@ -79,7 +83,9 @@ __all__ = [
     "EVENTS",
     "EXPIRED",
     "LOG_FORMATS",
+    "SOURCE_FIELDS",
     "STORE_TIMEOUT_S",
+    "UNKNOWN_SOURCE",
     "AlreadyRewarded",
     "CandidateTip",
     "ConfigDocument",
@@ -109,6 +115,7 @@ __all__ = [
     "StateStore",
     "StoreUnavailable",
     "Sweeper",
+    "TipSource",
     "UnknownCategory",
     "WrongPolicy",
     "check_roles",
@@ -119,4 +126,5 @@ __all__ = [
     "export_log",
     "open_store",
     "serve",
+    "source_key",
 ]

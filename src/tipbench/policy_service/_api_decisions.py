@@ -22,6 +22,7 @@ from tipbench.policy_service._api_models import (
     ServeResponse,
     ServiceStatsResponse,
     ShadowChoice,
+    source_stats,
 )
 from tipbench.policy_service._deps import Metrics, Service, field_error, known_policy
 from tipbench.policy_service._metrics import ServiceMetrics
@@ -151,17 +152,19 @@ def _stats(service: PolicyService, policy: str) -> PolicyStatsResponse:
         features=list(FEATURE_NAMES[policy_spec(policy).features]),
         live=stats.roles.live,
         shadows=list(stats.roles.shadows),
+        sources=source_stats(counts.sources),
     )
 
 
 @router.get("/stats", response_model=ServiceStatsResponse, tags=["stats"])
 def all_stats(service: Service) -> ServiceStatsResponse:
-    """The roles in force and every policy's counts."""
+    """The roles in force, every policy's counts, and what was served of each source's tips."""
     roles = service.roles()
     return ServiceStatsResponse(
         live=roles.live,
         shadows=list(roles.shadows),
         policies={name: _stats(service, name) for name in POLICIES},
+        sources=source_stats(service.store.source_counts()),
     )
 
 

@@ -31,7 +31,14 @@ from pydantic import (
 )
 
 from tipbench.policies import DWELL_CAP_S, Moment, Profile
-from tipbench.policy_service._records import CandidateTip, Event, LoggedEvent, ResetScope
+from tipbench.policy_service._records import (
+    CandidateTip,
+    Event,
+    LoggedEvent,
+    PolicyCounts,
+    ResetScope,
+    TipSource,
+)
 
 MAX_CANDIDATES = 100
 MAX_DWELL_S = 7 * 24 * 3600.0  # a dwell longer than a week is a bug, not attention
@@ -81,10 +88,53 @@ class ContextBody(_Body):
         )
 
 
+# A model spec as collect records it (`llamacpp:smollm2-135m`, `ollama:qwen2.5:1.5b`, a path):
+# printable ASCII without `|`, which separates it from the prompt in a source's name.
+ModelSpecText = Annotated[
+    str, StringConstraints(max_length=256, pattern=r"^[!-{}~](?:[ -{}~]*[!-{}~])?$")
+]
+PromptVersionId = Annotated[  # the suite's rule for a prompt version's id
+    str, StringConstraints(max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$")
+]
+ExperimentName = Annotated[
+    str, StringConstraints(max_length=256, pattern=r"^[!-~](?:[ -~]*[!-~])?$")
+]
+
+
+class SourceBody(_Body):
+    """Where a candidate tip came from: the bench's cell that wrote it. Every field is
+    optional; `model` and `prompt_version` together name the source the online tier measures
+    (without both the tip counts as "unknown source")."""
+
+    model: ModelSpecText | None = Field(default=None, examples=["llamacpp:smollm2-135m"])
+    prompt_version: PromptVersionId | None = Field(default=None, examples=["v2-mentor"])
+    experiment: ExperimentName | None = Field(default=None, examples=["tip-bench-auto"])
+    run_id: Identifier | None = Field(
+        default=None, examples=["0f3c2a9d8b7e4f1a9c6d5e4b3a2f1e0d"], description="the cell run"
+    )
+    tip_index: int | None = Field(
+        default=None, ge=0, le=10_000, examples=[2], description="its place among the run's tips"
+    )
+
+    @field_validator("tip_index")
+    @classmethod
+    def _in_a_run(cls, tip_index: int | None, info: ValidationInfo) -> int | None:
+        if tip_index is not None and info.data.get("run_id") is None:
+            raise ValueError("a tip_index points into a run: name its run_id")
+        return tip_index
+
+    def source(self) -> TipSource | None:
+        values = self.model_dump(exclude_none=True)
+        return TipSource(**values) if values else None
+
+
 class CandidateBody(_Body):
     tip_id: Identifier = Field(examples=["t1"])
     category: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
         examples=["focus"], description="a category of the suite's tip catalogue"
+    )
+    source: SourceBody | None = Field(
+        default=None, description="where the tip came from (kept with the decision, exported)"
     )
 
 
@@ -140,7 +190,10 @@ class DecisionRequest(_Body):
         return candidates
 
     def candidate_tips(self) -> list[CandidateTip]:
-        return [CandidateTip(c.tip_id, c.category) for c in self.candidates]
+        return [
+            CandidateTip(c.tip_id, c.category, c.source.source() if c.source else None)
+            for c in self.candidates
+        ]
 
 
 class ShadowChoice(BaseModel):
@@ -234,6 +287,33 @@ class ConfigResponse(BaseModel):
     retention_s: float | None
 
 
+class SourceStatsResponse(BaseModel):
+    """What was served of one source's tips (`model|prompt_version`, or "unknown source")."""
+
+    model: str | None
+    prompt_version: str | None
+    decisions: int
+    rewards: int
+    mean_reward: float | None
+    events: dict[str, int]
+
+    @classmethod
+    def of(cls, key: str, counts: PolicyCounts) -> SourceStatsResponse:
+        model, _, prompt = key.partition("|")
+        return cls(
+            model=model if prompt else None,
+            prompt_version=prompt or None,
+            decisions=counts.decisions,
+            rewards=counts.rewards,
+            mean_reward=counts.mean_reward,
+            events=counts.events,
+        )
+
+
+def source_stats(sources: dict[str, PolicyCounts]) -> dict[str, SourceStatsResponse]:
+    return {key: SourceStatsResponse.of(key, counts) for key, counts in sources.items()}
+
+
 class PolicyStatsResponse(BaseModel):
     policy: str
     role: Literal["live", "shadow", "off"]
@@ -245,12 +325,18 @@ class PolicyStatsResponse(BaseModel):
     features: list[str]
     live: str
     shadows: list[str]
+    sources: dict[str, SourceStatsResponse] = Field(
+        description="its decisions by the source of the tip served"
+    )
 
 
 class ServiceStatsResponse(BaseModel):
     live: str
     shadows: list[str]
     policies: dict[str, PolicyStatsResponse]
+    sources: dict[str, SourceStatsResponse] = Field(
+        description="every policy's decisions by the source of the tip served"
+    )
 
 
 class ResetRequest(_Body):

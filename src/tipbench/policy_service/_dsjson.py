@@ -7,14 +7,18 @@ An event is the decision the deciding policy made (shadows' would-be choices are
      "_labelIndex": k, "Timestamp": "...Z", "Version": "1", "EventId": decision id,
      "a": [chosen + 1, the others + 1 by falling probability], "p": [their probabilities],
      "c": {"Context": {feature: value, ...}, "_multi": [{"Tip": {"id": tip_id,
-                                                               "category": category}}, ...]}}
+                                                               "category": category},
+                                                       "Source": {"model": ..., ...}}, ...]}}
 
 with k the chosen candidate's 0-based position. VW minimises cost, so the cost is the
 negated reward. The shared namespace `Context` holds the features the policy decided on, by
 name (VW adds its own constant, so `bias` is left out); each action's namespace `Tip` holds its
 id and category: `--interactions CT` crosses them, which is what tipbench's per-category
-models are. A decision without a reward has no `_label_*` fields (VW only predicts on it);
-an expired one carries the default reward it was settled with, if any.
+models are. A tip with provenance has a namespace `Source` too: its model, prompt version,
+experiment and run as string features (VW hashes `model=…` like any categorical feature) and
+its `tip_index` as a number; `--interactions CS` lets a learner tell the sources apart, and
+`--ignore S` leaves them out. A decision without a reward has no `_label_*` fields (VW only
+predicts on it); an expired one carries the default reward it was settled with, if any.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tipbench.policies import FEATURE_NAMES
-from tipbench.policy_service._records import LoggedDecision
+from tipbench.policy_service._records import LoggedDecision, ScoredCandidate
 
 SHARED_NAMESPACE = "Context"
 ACTION_NAMESPACE = "Tip"
+SOURCE_NAMESPACE = "Source"
 
 
 def dsjson_event(logged: LoggedDecision) -> dict[str, Any]:
@@ -63,15 +68,21 @@ def dsjson_event(logged: LoggedDecision) -> dict[str, Any]:
                     for name, value in zip(names, decision.features, strict=True)
                     if name != "bias"
                 },
-                "_multi": [
-                    {ACTION_NAMESPACE: {"id": c.tip_id, "category": c.category}}
-                    for c in decision.candidates
-                ],
+                "_multi": [_action(c) for c in decision.candidates],
             },
             "p": [decision.candidates[i].probability for i in ranking],
         }
     )
     return event
+
+
+def _action(candidate: ScoredCandidate) -> dict[str, Any]:
+    action: dict[str, Any] = {
+        ACTION_NAMESPACE: {"id": candidate.tip_id, "category": candidate.category}
+    }
+    if candidate.source is not None:
+        action[SOURCE_NAMESPACE] = candidate.source.fields()
+    return action
 
 
 def _timestamp(iso: str) -> str:

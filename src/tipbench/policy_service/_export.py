@@ -6,8 +6,9 @@ shape:
 
     decision_id, sequence, time, user_id, event_id, policy, route, context{local_hour,
     weekday, open_tasks, minutes_to_deadline, tips_today}, feature_version, feature_names,
-    features, candidates[{tip_id, category, score, probability}], tip_id, category,
-    propensity, settings{epsilon, alpha, floor, ridge, seed},
+    features, candidates[{tip_id, category, score, probability, source{model, prompt_version,
+    experiment, run_id, tip_index}}], tip_id, category, propensity,
+    settings{epsilon, alpha, floor, ridge, seed},
     shadows[{policy, feature_version, features, candidates[...], tip_id, category, propensity,
     settings{...}}],
     reward, event, dwell_s, rewarded_at    (null until a reward arrives or the decision
@@ -121,9 +122,13 @@ def _write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
         import pyarrow.parquet as pq
     except ImportError:
         raise ConfigError("Parquet export needs pyarrow: pip install 'tipbench[policy]'") from None
+    source = pa.struct(
+        [("model", pa.string()), ("prompt_version", pa.string()), ("experiment", pa.string()),
+         ("run_id", pa.string()), ("tip_index", pa.int64())]
+    )  # fmt: skip
     candidate = pa.struct(
         [("tip_id", pa.string()), ("category", pa.string()),
-         ("score", pa.float64()), ("probability", pa.float64())]
+         ("score", pa.float64()), ("probability", pa.float64()), ("source", source)]
     )  # fmt: skip
     settings = pa.struct(
         [("epsilon", pa.float64()), ("alpha", pa.float64()), ("floor", pa.float64()),

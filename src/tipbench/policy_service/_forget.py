@@ -48,7 +48,7 @@ class Forgetting:
         """Lock and gather the decisions matching `where`: all of them, in pages by id, or
         (with `limit`) the oldest ones, skipping rows another transaction holds. Returns how
         many were gathered."""
-        columns = "id, seq, user_id, policy, category, features, reward, event, propensity"
+        columns = "id, seq, user_id, policy, category, features, reward, event, propensity, source"
         store = self._store
         if limit is not None:
             lock = store.skip_locked_clause if skip_locked else store.lock_clause
@@ -78,16 +78,16 @@ class Forgetting:
         if not rows:
             return
         taught: dict[str, tuple[str, str, float, float]] = {}  # id → user, category, r, weight
-        for decision_id, seq, user, policy, category, features, reward, event, p in rows:
+        for decision_id, seq, user, policy, category, features, reward, event, p, source in rows:
             self.ids.append(decision_id)
             self.last_sequence = max(self.last_sequence, int(seq))
-            self.tallies.add(policy, "decisions")
+            self.tallies.served(policy, source, "decisions")
             if event in EVENTS:
-                self.tallies.add(policy, "rewards")
-                self.tallies.add(policy, "reward_sum", float(reward))
-                self.tallies.add(policy, event)
+                self.tallies.served(policy, source, "rewards")
+                self.tallies.served(policy, source, "reward_sum", float(reward))
+                self.tallies.served(policy, source, event)
             elif event == EXPIRED:
-                self.tallies.add(policy, EXPIRED)
+                self.tallies.served(policy, source, EXPIRED)
             if reward is not None:
                 self._taught(user, policy, category, features, float(reward))
                 weight = shadow_update_weight(float(p))

@@ -24,13 +24,14 @@ from tipbench.policy_service._records import (
     ScoredCandidate,
     candidate_fields,
     moment_fields,
+    scored_candidate,
 )
 from tipbench.policy_service._store import AlreadyRewarded, DecisionExpired
 
 DECISION_COLUMNS = (
     "id", "seq", "created_at", "user_id", "policy", "route", "moment", "feature_version",
     "features", "candidates", "tip_id", "category", "propensity", "reward", "event", "dwell_s",
-    "rewarded_at", "event_id", "settings",
+    "rewarded_at", "event_id", "settings", "source",
 )  # fmt: skip
 """The `decisions` columns of the log, in the order its rows are written and read."""
 SHADOW_COLUMNS = (
@@ -61,6 +62,7 @@ def decision_values(record: DecisionRecord) -> tuple[Any, ...]:
             "event_id": record.event_id,
             **_decision_fields(d),
             "category": d.category,
+            "source": d.source,
             **dict.fromkeys(("reward", "event", "dwell_s", "rewarded_at")),
         },
         DECISION_COLUMNS,
@@ -142,7 +144,14 @@ def moment_json(moment: Moment) -> str:
 
 
 def candidates_json(candidates: Sequence[ScoredCandidate]) -> str:
-    return json.dumps([candidate_fields(c) for c in candidates])
+    """The candidates as stored: a `source` only where a tip has one."""
+    stored = []
+    for candidate in candidates:
+        fields = candidate_fields(candidate)
+        if fields["source"] is None:
+            del fields["source"]
+        stored.append(fields)
+    return json.dumps(stored)
 
 
 def settings_json(decision: PolicyDecision) -> str | None:
@@ -156,7 +165,7 @@ def _policy_decision(column: Mapping[str, Any]) -> PolicyDecision:
         policy=column["policy"],
         feature_version=column["feature_version"],
         features=tuple(json.loads(column["features"])),
-        candidates=tuple(ScoredCandidate(**c) for c in json.loads(column["candidates"])),
+        candidates=tuple(scored_candidate(c) for c in json.loads(column["candidates"])),
         tip_id=column["tip_id"],
         propensity=float(column["propensity"]),
         settings=None if settings is None else _settings(settings),

@@ -3,8 +3,11 @@
 Schema version 2 (stored as `settings['schema_version']`) added the client's event id and the
 settings in force to every decision, `learned` to the shadows' rows (which shadow models a
 reward taught), the `counters` behind `/stats`, the per-user sums of pruned decisions, and the
-serving config as one document (`settings['config']`, formerly the roles alone). A version 1
-state (no version row) is migrated in place when a store opens it.
+serving config as one document (`settings['config']`, formerly the roles alone). Version 3
+added where tips came from: each decision's `source` (the served tip's, `TipSource.key`; null:
+unknown) and the `source_counters` behind `/stats`' per-source counts, which start from the
+policies' counters (every earlier decision is of unknown source). An older state (version 1
+has no version row) is migrated in place when a store opens it.
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from typing import Literal
 
 from tipbench.policy_service._store import Cursor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 COUNTED = (
     "decisions", "rewards", "reward_sum", "shadow_decisions",
     "completed", "dismissed", "viewed", "expired",
 )  # fmt: skip
-"""The `counters` columns: per policy, summed over shards."""
+"""The `counters` columns: per policy, summed over shards (and per policy and source in
+`source_counters`, where `shadow_decisions` stays 0)."""
+NO_SOURCE = ""  # `source_counters.source` of the decisions whose tip has no known source
 
 UniqueKey = Literal["decision", "event_id"]
 """The log's unique keys: a decision's id (its row and its shadows' rows), a client's event id."""
@@ -37,6 +42,7 @@ UNIQUE_KEYS: dict[str, UniqueKey] = {
 
 TABLES = (
     "decisions", "shadow_decisions", "arms", "profiles", "counters", "user_contributions",
+    "source_counters",
 )  # fmt: skip
 """The tables of the log, the models and the counters (`settings` holds the config)."""
 
@@ -47,7 +53,7 @@ CREATE TABLE IF NOT EXISTS decisions (
     feature_version TEXT NOT NULL, features TEXT NOT NULL, candidates TEXT NOT NULL,
     tip_id TEXT NOT NULL, category TEXT NOT NULL, propensity {real} NOT NULL,
     reward {real}, event TEXT, dwell_s {real}, rewarded_at TEXT,
-    event_id TEXT, settings TEXT);
+    event_id TEXT, settings TEXT, source TEXT);
 CREATE TABLE IF NOT EXISTS shadow_decisions (
     decision_id TEXT NOT NULL, policy TEXT NOT NULL, feature_version TEXT NOT NULL,
     features TEXT NOT NULL, candidates TEXT NOT NULL, tip_id TEXT NOT NULL,
@@ -69,6 +75,13 @@ CREATE TABLE IF NOT EXISTS counters (
     completed {int} NOT NULL DEFAULT 0, dismissed {int} NOT NULL DEFAULT 0,
     viewed {int} NOT NULL DEFAULT 0, expired {int} NOT NULL DEFAULT 0,
     PRIMARY KEY (policy, shard));
+CREATE TABLE IF NOT EXISTS source_counters (
+    policy TEXT NOT NULL, source TEXT NOT NULL, shard {int} NOT NULL,
+    decisions {int} NOT NULL DEFAULT 0, rewards {int} NOT NULL DEFAULT 0,
+    reward_sum {real} NOT NULL DEFAULT 0, shadow_decisions {int} NOT NULL DEFAULT 0,
+    completed {int} NOT NULL DEFAULT 0, dismissed {int} NOT NULL DEFAULT 0,
+    viewed {int} NOT NULL DEFAULT 0, expired {int} NOT NULL DEFAULT 0,
+    PRIMARY KEY (policy, source, shard));
 CREATE TABLE IF NOT EXISTS user_contributions (
     user_id TEXT NOT NULL, policy TEXT NOT NULL, category TEXT NOT NULL,
     xx {blob} NOT NULL, rx {blob} NOT NULL, n {int} NOT NULL,
@@ -91,6 +104,14 @@ _FROM_VERSION_1 = [
     "ALTER TABLE shadow_decisions ADD COLUMN settings TEXT",
     "ALTER TABLE shadow_decisions ADD COLUMN learned {int} NOT NULL DEFAULT 0",
 ]
+
+_FROM_VERSION_2 = ["ALTER TABLE decisions ADD COLUMN source TEXT"]
+
+_BACKFILL_SOURCE_COUNTERS = (
+    f"INSERT INTO source_counters (policy, source, shard, {', '.join(COUNTED)}) "
+    f"SELECT policy, '{NO_SOURCE}', shard, {', '.join(COUNTED[:3])}, 0, "
+    f"{', '.join(COUNTED[4:])} FROM counters"
+)
 
 _BACKFILL_COUNTERS = [
     "INSERT INTO counters (policy, shard, decisions, rewards, reward_sum, completed, dismissed, "
@@ -129,6 +150,9 @@ def create_or_migrate(
     if version == 1:
         for statement in _FROM_VERSION_1:
             cur.execute(statement.format(int=integer))
+    if 1 <= version < 3:
+        for statement in _FROM_VERSION_2:
+            cur.execute(statement)
     for statement in statements(_TABLES + ";" + _INDEXES, integer=integer, real=real, blob=blob):
         cur.execute(statement)
     if version == 1:
@@ -142,6 +166,8 @@ def create_or_migrate(
                 (json.dumps(json.loads(roles[0])),),
             )
             cur.execute("DELETE FROM settings WHERE key = 'roles'")
+    if 1 <= version < 3:
+        cur.execute(_BACKFILL_SOURCE_COUNTERS)
     if version < SCHEMA_VERSION:
         cur.execute(
             f"INSERT INTO settings (key, value) VALUES ('schema_version', {mark}) "

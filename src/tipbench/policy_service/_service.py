@@ -211,10 +211,12 @@ class PolicyService:
             needs = any(spec.features == "v2" for spec in specs)
             stats = self.store.profile(user_id) if needs else ProfileStats()
             profile = Profile.from_stats(stats)
+        # the tips' sources are kept once, with the deciding policy's choice
         decisions = [
-            self._decide(spec, config, moment, profile, candidates, arms[spec.name], sequence)
-            for spec in specs
-        ]
+            self._decide(spec, config, moment, profile, candidates, arms[spec.name], sequence,
+                         sources=index == 0)
+            for index, spec in enumerate(specs)
+        ]  # fmt: skip
         record = DecisionRecord(
             id=uuid.uuid4().hex,
             sequence=sequence,
@@ -250,8 +252,8 @@ class PolicyService:
         if logged is None:
             return None
         earlier = logged.record
-        asked = [(c.tip_id, c.category) for c in candidates]
-        answered = [(c.tip_id, c.category) for c in earlier.decision.candidates]
+        asked = [(c.tip_id, c.category, c.source) for c in candidates]
+        answered = [(c.tip_id, c.category, c.source) for c in earlier.decision.candidates]
         same = (earlier.user_id, earlier.route, earlier.moment, answered) == (
             user_id, route, moment, asked
         ) and (policy is None or earlier.decision.policy == policy)  # fmt: skip
@@ -270,13 +272,15 @@ class PolicyService:
         candidates: Sequence[CandidateTip],
         arms: dict[str, ArmStats],
         sequence: int,
+        *,
+        sources: bool = True,
     ) -> PolicyDecision:
         settings = config.settings(spec.name)
         x = features(spec.features, moment, profile)
         u = draw(settings.seed, spec.name, sequence)
         choice = choose(spec, settings, x, [c.category for c in candidates], arms, u)
         scored = tuple(
-            ScoredCandidate(c.tip_id, c.category, s, p)
+            ScoredCandidate(c.tip_id, c.category, s, p, c.source if sources else None)
             for c, s, p in zip(candidates, choice.scores, choice.probabilities, strict=True)
         )
         return PolicyDecision(

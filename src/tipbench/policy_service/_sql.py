@@ -18,6 +18,7 @@ from tipbench.policy_service._config import ConfigDocument
 from tipbench.policy_service._forget import Forgetting
 from tipbench.policy_service._records import (
     EXPIRED,
+    UNKNOWN_SOURCE,
     PolicyCounts,
     ResetScope,
     Rewarded,
@@ -102,7 +103,7 @@ class SqlStore(SqlLog):
             self._run(
                 cur,
                 "SELECT policy, user_id, category, features, moment, reward, event, dwell_s, "
-                "rewarded_at, propensity FROM decisions WHERE id = ?" + self.lock_clause,
+                "rewarded_at, propensity, source FROM decisions WHERE id = ?" + self.lock_clause,
                 (decision_id,),
             )
             row = cur.fetchone()
@@ -126,9 +127,10 @@ class SqlStore(SqlLog):
             self._learn(cur, taught)
             self._respond(cur, user_id, reward, float(json.loads(moment)["local_hour"]))
             tallies = Tallies()
-            tallies.add(decided_by, "rewards")
-            tallies.add(decided_by, "reward_sum", reward.reward)
-            tallies.add(decided_by, reward.event)
+            source = row[10]
+            tallies.served(decided_by, source, "rewards")
+            tallies.served(decided_by, source, "reward_sum", reward.reward)
+            tallies.served(decided_by, source, reward.event)
             self._count(cur, tallies)
         shadows = sorted({key[0] for key, _ in taught} - {decided_by})
         return Rewarded(decided_by, reward, shadows=tuple(shadows))
@@ -185,12 +187,13 @@ class SqlStore(SqlLog):
         with self._transaction(write=True) as cur:
             self._run(
                 cur,
-                "SELECT id, policy, category, features, propensity FROM decisions "
+                "SELECT id, policy, category, features, propensity, source FROM decisions "
                 "WHERE event IS NULL AND "
                 f"created_at < ? ORDER BY created_at LIMIT ?{self.skip_locked_clause}",
                 (before, limit),
             )
-            rows = [tuple(row) for row in cur.fetchall()]
+            found = [tuple(row) for row in cur.fetchall()]
+            rows = [row[:5] for row in found]
             if not rows:
                 return 0
             marks = ", ".join("?" for _ in rows)
@@ -203,8 +206,8 @@ class SqlStore(SqlLog):
             if default_reward is not None:
                 self._learn(cur, self._taught(cur, rows, default_reward))
             tallies = Tallies()
-            for row in rows:
-                tallies.add(row[1], EXPIRED)
+            for row in found:
+                tallies.served(row[1], row[5], EXPIRED)
             self._count(cur, tallies)
         return len(rows)
 
@@ -237,18 +240,26 @@ class SqlStore(SqlLog):
             sums = ", ".join(f"COALESCE(SUM({c}), 0)" for c in COUNTED)
             self._run(cur, f"SELECT {sums} FROM counters WHERE policy = ?", (policy,))
             values = dict(zip(COUNTED, cur.fetchone(), strict=True))
-        events = {
-            event: int(values[event])
-            for event in ("completed", "dismissed", "viewed", EXPIRED)
-            if int(values[event])
-        }
-        return PolicyCounts(
-            decisions=int(values["decisions"]),
-            rewards=int(values["rewards"]),
-            reward_sum=float(values["reward_sum"]),
-            shadow_decisions=int(values["shadow_decisions"]),
-            events=events,
+            return _policy_counts(values, self._source_counts(cur, policy))
+
+    def source_counts(self, policy: str | None = None) -> dict[str, PolicyCounts]:
+        with self._transaction(write=False) as cur:
+            return self._source_counts(cur, policy)
+
+    def _source_counts(self, cur: Cursor, policy: str | None) -> dict[str, PolicyCounts]:
+        where, params = ("WHERE policy = ?", (policy,)) if policy is not None else ("", ())
+        sums = ", ".join(f"SUM({c})" for c in COUNTED)
+        self._run(
+            cur,
+            f"SELECT source, {sums} FROM source_counters {where} GROUP BY source ORDER BY source",
+            params,
         )
+        found = {}
+        for source, *values in cur.fetchall():
+            counts = _policy_counts(dict(zip(COUNTED, values, strict=True)))
+            if counts.decisions or counts.rewards or counts.events:
+                found[source or UNKNOWN_SOURCE] = counts
+        return found
 
     def reset(self, scope: ResetScope, policy: str | None, user_id: str | None) -> None:
         with self._transaction(write=True) as cur:
@@ -263,7 +274,10 @@ class SqlStore(SqlLog):
                 forgetting.gather("policy = ?", (policy,))
                 forgetting.take_back()
                 forgetting.delete()
-                for table in ("shadow_decisions", "arms", "counters", "user_contributions"):
+                for table in (
+                    "shadow_decisions", "arms", "counters", "source_counters",
+                    "user_contributions",
+                ):  # fmt: skip
                     self._run(cur, f"DELETE FROM {table} WHERE policy = ?", (policy,))
             else:
                 forgetting.gather("user_id = ?", (user_id,))
@@ -277,3 +291,22 @@ class SqlStore(SqlLog):
         """Takes what a write needs of every table, writing nothing."""
         for table in TABLES:
             self._run(cur, f"SELECT 1 FROM {table} LIMIT 1")
+
+
+def _policy_counts(
+    values: dict[str, Any], sources: dict[str, PolicyCounts] | None = None
+) -> PolicyCounts:
+    """Counts from the summed `COUNTED` columns."""
+    events = {
+        event: int(values[event])
+        for event in ("completed", "dismissed", "viewed", EXPIRED)
+        if int(values[event])
+    }
+    return PolicyCounts(
+        decisions=int(values["decisions"]),
+        rewards=int(values["rewards"]),
+        reward_sum=float(values["reward_sum"]),
+        shadow_decisions=int(values["shadow_decisions"]),
+        events=events,
+        sources=sources or {},
+    )

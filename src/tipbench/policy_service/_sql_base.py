@@ -90,14 +90,22 @@ class SqlBase(StateStore):
         self._add_sums(cur, "arms", ("policy", "category"), sums, sign)
 
     def _count(self, cur: Cursor, tallies: Tallies, sign: int = 1) -> None:
+        """Add (or take back) the tallies: the counters per policy, then per policy and
+        source (the same order everywhere)."""
         columns = ", ".join(COUNTED)
-        updates = ", ".join(f"{c} = counters.{c} + excluded.{c}" for c in COUNTED)
+        marks = ", ".join("?" for _ in COUNTED)
         shard = random.randrange(COUNTER_SHARDS)
-        for policy, values in tallies:
-            self._run(
-                cur,
-                f"INSERT INTO counters (policy, shard, {columns}) "
-                f"VALUES (?, ?, {', '.join('?' for _ in COUNTED)}) "
-                f"ON CONFLICT (policy, shard) DO UPDATE SET {updates}",
-                (policy, shard, *(sign * values[c] for c in COUNTED)),
-            )
+        for table, keys, rows in (
+            ("counters", ("policy",), (((p,), v) for p, v in tallies)),
+            ("source_counters", ("policy", "source"), tallies.by_source()),
+        ):
+            updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in COUNTED)
+            named = ", ".join(keys)
+            for key, values in rows:
+                self._run(
+                    cur,
+                    f"INSERT INTO {table} ({named}, shard, {columns}) "
+                    f"VALUES ({', '.join('?' for _ in key)}, ?, {marks}) "
+                    f"ON CONFLICT ({named}, shard) DO UPDATE SET {updates}",
+                    (*key, shard, *(sign * values[c] for c in COUNTED)),
+                )

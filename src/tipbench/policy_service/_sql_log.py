@@ -47,7 +47,7 @@ class SqlLog(SqlBase):
         decisions, shadows = [], []
         for record in records:
             decisions.append(decision_values(record))
-            tallies.add(record.decision.policy, "decisions")
+            tallies.served(record.decision.policy, record.decision.source, "decisions")
             for shadow in record.shadows:
                 shadows.append(shadow_values(record.id, shadow))
                 tallies.add(shadow.policy, "shadow_decisions")

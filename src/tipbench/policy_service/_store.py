@@ -193,6 +193,11 @@ class StateStore(ABC):
         """What the policy decided and was rewarded since the last reset, for `/stats`."""
 
     @abstractmethod
+    def source_counts(self, policy: str | None = None) -> dict[str, PolicyCounts]:
+        """What the policy (None: every policy) served of each source's tips and was rewarded
+        for since the last reset, by source (`TipSource.key`), for `/stats`."""
+
+    @abstractmethod
     def reset(self, scope: ResetScope, policy: str | None, user_id: str | None) -> None:
         """Forget everything, one policy's models and decisions, or one user (their profile,
         decisions and everything those taught the models). The serving config stays."""

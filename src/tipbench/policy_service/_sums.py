@@ -4,7 +4,8 @@ in one locked update per row, or taken back (erasure) the same way.
 A model is Σx·xᵀ, Σr·x and n over the rewards it learned from (`ArmStats`), so what a set of
 decisions taught it is the same three sums over those decisions: `Contributions` gathers them
 per key (policy and category for a model; user, policy and category for a pruned user's
-sums). `Tallies` gathers the `/stats` counters per policy.
+sums). `Tallies` gathers the `/stats` counters per policy, and those of served decisions per
+policy and source.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tipbench.policies import ArmStats, Vector, add_reward, shadow_weight
-from tipbench.policy_service._schema import COUNTED
+from tipbench.policy_service._schema import COUNTED, NO_SOURCE
 
 
 @dataclass
@@ -74,15 +75,28 @@ def shadow_update_weight(live_propensity: float) -> float:
 
 
 class Tallies:
-    """Counter increments per policy (the columns of `COUNTED`)."""
+    """Counter increments per policy (the columns of `COUNTED`), and, for what a policy served,
+    per policy and source (`served`)."""
 
     def __init__(self) -> None:
         self._by_policy: defaultdict[str, dict[str, float]] = defaultdict(
+            lambda: dict.fromkeys(COUNTED, 0)
+        )
+        self._by_source: defaultdict[tuple[str, str], dict[str, float]] = defaultdict(
             lambda: dict.fromkeys(COUNTED, 0)
         )
 
     def add(self, policy: str, column: str, amount: float = 1) -> None:
         self._by_policy[policy][column] += amount
 
+    def served(self, policy: str, source: str | None, column: str, amount: float = 1) -> None:
+        """Count a decision the policy served (a tip of `source`, None: unknown) under both."""
+        self._by_policy[policy][column] += amount
+        self._by_source[(policy, source or NO_SOURCE)][column] += amount
+
     def __iter__(self) -> Iterator[tuple[str, dict[str, float]]]:
         return iter(sorted(self._by_policy.items()))
+
+    def by_source(self) -> Iterator[tuple[tuple[str, str], dict[str, float]]]:
+        """((policy, source), increments) in key order (the order rows are locked in)."""
+        return iter(sorted(self._by_source.items()))
