@@ -1,7 +1,14 @@
 #!/usr/bin/env python
-"""How many human judgements until the leader is decided: uniform or active order, with or
-without the automatic judge's scores (issues 23 and 31). A simulation, not a timing: its
-figures do not depend on the machine, so it can be run anywhere.
+"""Does the gate decide on the data a user has, and how many human judgements until it does
+(issues 23, 31 and 43). A simulation, not a timing: its figures do not depend on the
+machine, so it can be run anywhere.
+
+First, the power table of issue 43 (`tipbench_dev.ppi_sim.gap_world`: 4 cells, 3 runs a
+scenario, the judge "decent", the gate read after every label, 300 experiments a row): the
+share of experiments whose best cell is promoted with every run judged and by the time half
+of them are, beside a one-look paired t test of the top two on every run, the figures
+before issue 43 (its outside check, on the same design), and the false promotions with the
+two top cells equal. `--labels` adds the table below.
 
 Simulated experiments have the bundled suite's shape on the documented Ollama grid:
 4 models × 3 prompts = 12 cells, 8 scenarios, one run each (96 runs; `--runs` for more).
@@ -30,7 +37,8 @@ scores) the same bench on its continuous-score world gave medians a 22.5, u 54, 
 96 runs (docs/statistics.md); run `git show 6136559:bench/labels_to_decision.py` against
 that commit's tree to see them again.
 
-    python bench/labels_to_decision.py [--experiments 400] [--seed 23] [--judges biased,useless]
+    python bench/labels_to_decision.py [--power-experiments 300] [--labels [--experiments 400]
+        [--seed 23] [--judges biased,useless]]
 
 Exit status: 0 if no way named a wrong leader in more than α of the experiments, 1 otherwise.
 """
@@ -42,7 +50,7 @@ import sys
 
 import numpy as np
 
-from tipbench_dev.ppi_sim import JUDGES, Race, World, race, simulate
+from tipbench_dev.ppi_sim import JUDGES, Race, World, gap_world, one_look_power, race, simulate
 
 GRID = (13.0, 10.0, 9.0, 8.5, 8.0, 7.5, 7.0, 6.5, 6.0, 6.0, 5.5, 5.0)
 WAYS = (("h", "uniform", False), ("u", "uniform", True), ("a", "active", True))
@@ -83,6 +91,33 @@ def _world(means: str, runs: int) -> World:
     )
 
 
+POWER_ROWS = ((3.0, 8, "0.51–0.57, within 8 labels a cell 0.00–0.01"),
+              (1.5, 8, "0.02–0.03"), (1.5, 16, "–"))  # fmt: skip
+
+
+def power_table(experiments: int, seed: int, alpha: float) -> bool:
+    """Print issue 43's power table; False if the two equal top cells were split more than
+    α of the time."""
+    print(
+        f"issue 43: 4 cells, 3 runs a scenario, judge 'decent', the gate read after every "
+        f"label, {experiments} experiments a row"
+    )
+    print(f"{'gap':>4} {'scen.':>5} {'every run':>10} {'half':>6} {'one-look t':>11}  before")
+    for gap, scenarios, before in POWER_ROWS:
+        found = simulate(gap_world(gap, scenarios), experiments, seed)
+        result = race(found, "decent", "active", seed=seed + 1, alpha=alpha)
+        runs = found.world.n_cells * found.world.n_runs
+        print(
+            f"{gap:4.1f} {scenarios:5d} {result.found(0).mean():10.2f} "
+            f"{result.found(0, within=runs // 2).mean():6.2f} "
+            f"{one_look_power(found, alpha):11.2f}  {before}"
+        )
+    equal = simulate(gap_world(0.0), experiments, seed)
+    split = race(equal, "decent", "active", seed=seed + 1, alpha=alpha).decided().mean()
+    print(f"two equal top cells, 8 scenarios: promoted in {split:.3f} (α = {alpha})")
+    return bool(split <= alpha)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--experiments", type=int, default=400)
@@ -91,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--means", default=",".join(str(m) for m in GRID))
     parser.add_argument("--runs", type=int, default=1, help="runs per scenario")
     parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--power-experiments", type=int, default=300)
+    parser.add_argument("--labels", action="store_true", help="also the labels-to-decision table")
     args = parser.parse_args(argv)
+    ok = power_table(args.power_experiments, args.seed, args.alpha)
+    if not args.labels:
+        return 0 if ok else 1
+    print()
     world = _world(args.means, args.runs)
     experiments = simulate(world, args.experiments, args.seed)
     best = frozenset({int(np.argmax(experiments.truth))})
@@ -102,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{t:.2f}" for t in experiments.truth)
     )
     print(f"{'judge':8} {'way':26} {'decided':>8} {'wrong':>6} {'median':>7} {'mean':>6}")
-    ok = True
     for judge in args.judges.split(","):
         results = {}
         for key, order, use_judge in WAYS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,10 +12,22 @@ from click.testing import CliRunner
 
 from support.judged_runs import JudgedCell, uniform, write_cells
 from tipbench.cli import cli
-from tipbench.compare import leaderboard_document, leaderboards_for
+from tipbench.compare import (
+    beside_human,
+    build_leaderboard,
+    combined_board,
+    leaderboard_document,
+    leaderboards_for,
+)
 from tipbench.judge import record_scores
-from tipbench.judging import current_order, ensure_order
-from tipbench.tracking import TrackingStore
+from tipbench.judging import (
+    JudgingOrder,
+    combined_state,
+    current_order,
+    ensure_order,
+    serving_order,
+)
+from tipbench.tracking import CellRun, TrackingStore, metric_name
 
 MODEL = "ollama:m"
 HUMAN = {  # the composites a human would give every run (hidden until scored)
@@ -111,7 +124,7 @@ def test_a_judge_one_point_off_is_corrected_to_every_runs_human_mean(
     assert document["tier"] == "combined"
     assert document["judging"]["order"] == "uniform" and document["judging"]["sampling_known"]
     assert set(document["rows"][1]["combined"]) == {
-        "n_human", "n_human_scenarios", "n_effective", "lambda", "cs_low", "cs_high"
+        "n_human", "n_human_scenarios", "n_effective", "lambda", "cs_low", "cs_high", "ci_clipped"
     }  # fmt: skip
 
 
@@ -166,3 +179,55 @@ def test_compare_shows_the_combined_tier_among_the_others(
     assert re.search(r"\b3 \(\d\.\d\)", table.output)
     csv = runner.invoke(cli, [*args, "--tier", "combined", "--format", "csv"]).stdout
     assert "combined_n_effective" in csv.splitlines()[0]
+
+
+def test_the_combined_interval_is_never_wider_than_the_human_tiers_without_saying_why() -> None:
+    """Issue 43's repro: every item of the judge file scored in its order but the last three,
+    a judge that tells nothing (λ = 0). The combined interval is about every run (the three
+    unscored too), the human tier's about the scored ones: where it is wider (v3 here), the
+    leaderboard names the cell and says why."""
+    order = JudgingOrder("uniform", 10, "2026-11-28T00:00:00+00:00")
+    runs = [
+        CellRun(MODEL, prompt, f"s{i}", run_id=f"{prompt}-{i}",
+                metrics={metric_name("auto", "composite"): 10.0 + (7 * i) % 3})
+        for prompt, values in HUMAN.items()
+        for i in range(1, len(values) + 1)
+    ]  # fmt: skip
+    listed = serving_order(combined_state(runs, order))
+    runs = [
+        replace(run, metrics={**run.metrics, "composite": float(HUMAN[run.prompt_version][
+            int(run.scenario_id[1:]) - 1])}) if run.run_id in listed[:-3] else run
+        for run in runs
+    ]  # fmt: skip
+    human = build_leaderboard(runs, "human")
+    combined = combined_board(combined_state(runs, order), 3, "x")
+    _, combined = beside_human([human, combined])
+    widths = {row.name: row.ci_high - row.ci_low for row in human.rows}
+    wider = {
+        row.name
+        for row in combined.rows
+        if row.ci_high - row.ci_low > widths[row.name] * (1 + 1e-9)
+    }
+    assert wider == set(combined.wider_than_human) == {f"{MODEL}|v3"}
+    notes = " ".join(leaderboard_document(combined)["notes"])
+    assert f"Wider than in the human tier: {MODEL}|v3. This interval is about every run" in notes
+
+
+def test_an_interval_past_the_scale_is_cut_at_its_end_and_says_so() -> None:
+    """Every run human-scored, one cell near the top of 2–17 with one low scenario: its t
+    interval runs past 17; the row shows it cut there, and a note says so."""
+    values = {"v1": [17, 17, 17, 17, 17, 10, 17, 17], "v2": [9, 10, 11, 9, 10, 11, 9, 10]}
+    runs = [
+        CellRun(MODEL, prompt, f"s{i}", run_id=f"{prompt}-{i}",
+                metrics={"composite": float(v), metric_name("auto", "composite"): float(v)})
+        for prompt, vs in values.items()
+        for i, v in enumerate(vs)
+    ]  # fmt: skip
+    order = JudgingOrder("uniform", 1, "2026-11-28T00:00:00+00:00")
+    board = combined_board(combined_state(runs, order), 3, "x")
+    top = board.row(MODEL, "v1")
+    assert top.combined is not None and top.combined.ci_clipped
+    assert top.ci_high == 17.0 and top.ci_low < top.composite < 17.0
+    notes = " ".join(leaderboard_document(board)["notes"])
+    cut = "Intervals cut at the composite's scale (2–17), where the t interval ran past it"
+    assert f"{cut}: {MODEL}|v1." in notes

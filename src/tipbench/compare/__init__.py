@@ -8,7 +8,12 @@ combined tier reads the judging state of `tipbench.judging`); `render`, `table` 
 `log_leaderboard` records it in MLflow. The statistics are `tipbench.stats`'.
 """
 
-from tipbench.compare._build import build_leaderboard, leaderboard_for, leaderboards_for
+from tipbench.compare._build import (
+    beside_human,
+    build_leaderboard,
+    leaderboard_for,
+    leaderboards_for,
+)
 from tipbench.compare._combined import (
     NO_AUTOMATIC_SCORES,
     build_combined,
@@ -82,6 +87,7 @@ __all__ = [
     "Standing",
     "StandingStyle",
     "Status",
+    "beside_human",
     "build_combined",
     "build_leaderboard",
     "combined_board",

@@ -331,10 +331,34 @@ def leaderboards_for(
     if len(tiers) > 1:  # among other tiers, the combined one once it can say something
         boards = [b for b in boards if b.tier != "combined" or b.rows or _started(b)]
     boards = [replace(board, paths=model_paths(runs)) for board in boards]
+    boards = beside_human(boards)
     return [
         replace(board, calibration=tier_calibration(store, runs, suite, min_kappa))
         if board.tier == "auto" and board.rows
         else board
+        for board in boards
+    ]
+
+
+def beside_human(boards: Sequence[Leaderboard]) -> list[Leaderboard]:
+    """The boards shown together, the combined one naming the cells whose interval is wider
+    than the human tier's beside it (issue 43: "never wider" as a user reads it; its notes
+    say why). Without both tiers, unchanged."""
+    human = next((board for board in boards if board.tier == "human"), None)
+    if human is None:
+        return list(boards)
+    widths = {row.name: row.ci_high - row.ci_low for row in human.rows}
+
+    def wider(board: Leaderboard) -> tuple[str, ...]:
+        return tuple(
+            row.name
+            for row in board.rows
+            if math.isfinite(row.ci_high - row.ci_low)
+            and row.ci_high - row.ci_low > widths.get(row.name, math.inf) * (1 + 1e-9)
+        )
+
+    return [
+        replace(board, wider_than_human=wider(board)) if board.tier == "combined" else board
         for board in boards
     ]
 

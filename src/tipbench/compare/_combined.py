@@ -51,6 +51,7 @@ from tipbench.stats import (
     t_p_value,
     t_quantile,
 )
+from tipbench.suite import mean_scale
 from tipbench.tracking import CellRun
 
 __all__ = ["NO_AUTOMATIC_SCORES", "build_combined", "combined_board", "combined_versus"]
@@ -153,7 +154,9 @@ def combined_board(state: CombinedState, min_scenarios: int, experiment: str = "
     ]
     shown = np.isfinite(e.variance)
     ranked = [c for c in np.argsort(-np.where(shown, e.mean, -np.inf), kind="stable") if shown[c]]
-    ranked = [c for c in ranked if counts[c] >= min_scenarios]
+    # Ranked on enough scenarios, and on as many human-judged ones as the other tiers ask.
+    human = e.n_human_scenarios
+    ranked = [c for c in ranked if min(counts[c], human[c]) >= min_scenarios]
 
     def compare(i: int, j: int) -> PairedComparison:
         return _comparison(state, int(ranked[i]), int(ranked[j]))
@@ -220,6 +223,9 @@ def _row(
     model, prompt = state.cells[c]
     mine = [run for run, cell in zip(state.runs, state.judged.cell, strict=True) if cell == c]
     half = half_width(e.variance[c : c + 1], e.df[c : c + 1], CONFIDENCE)[0]
+    mean = float(e.mean[c])
+    scale = mean_scale("composite")
+    ci_low, ci_high = max(mean - float(half), scale.low), min(mean + float(half), scale.high)
     low, high = sequences.get(c, (math.nan, math.nan))
     leader = placing is not None and placing.standing == "leader"
     criteria: dict[str, Any] = {name: float(est.mean[c]) for name, est in columns.items()}
@@ -233,8 +239,8 @@ def _row(
         n_candidates=sum(run.candidate_count for run in mine),
         composite=float(e.mean[c]),
         **criteria,
-        ci_low=float(e.mean[c] - half),
-        ci_high=float(e.mean[c] + half),
+        ci_low=ci_low,
+        ci_high=ci_high,
         vs_leader=placing.vs_leader if placing else None,
         standing=placing.standing if placing else "too little data",
         rank_shared=placing.shared if placing else False,
@@ -247,5 +253,6 @@ def _row(
             lam=float(e.lam[c]),
             cs_low=math.nan if leader else low,
             cs_high=math.nan if leader else high,
+            ci_clipped=bool(ci_low != mean - half or ci_high != mean + half),
         ),
     )

@@ -51,6 +51,8 @@ class CombinedFigures:
         cs_low: Lower end of the anytime-valid confidence sequence of Δ with the leader
             (NaN for the leader, or while too few scores give none).
         cs_high: Its upper end.
+        ci_clipped: The row's t interval ran past the composite's scale and is cut at its
+            end (the mean cannot leave 2–17).
     """
 
     n_human: int
@@ -59,6 +61,7 @@ class CombinedFigures:
     cs_low: float = math.nan
     cs_high: float = math.nan
     n_human_scenarios: int = 0
+    ci_clipped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +71,7 @@ class CombinedFigures:
             "lambda": json_number(self.lam),
             "cs_low": json_number(self.cs_low),
             "cs_high": json_number(self.cs_high),
+            "ci_clipped": self.ci_clipped,
         }
 
 
@@ -217,6 +221,8 @@ class Leaderboard:
         judging: For the combined tier, how the human judging stands.
         anytime: For the human and combined tiers, the leader as the confidence sequences
             see it: what promotion rests on (valid however often one looks).
+        wider_than_human: For the combined tier, the cells whose interval is wider than the
+            human tier's beside it (the notes say why).
     """
 
     experiment: str
@@ -230,6 +236,7 @@ class Leaderboard:
     judging: JudgingStatus | None = None
     anytime: AnytimeLeader | None = None
     paths: tuple[ModelPaths, ...] = ()  # which generation path each model's cells took
+    wider_than_human: tuple[str, ...] = ()
 
     @property
     def leader(self) -> LeaderboardRow | None:
@@ -279,5 +286,8 @@ class Leaderboard:
             ),
             **({"judging": self.judging.to_dict()} if self.judging is not None else {}),
             **({"anytime": self.anytime.to_dict()} if self.anytime is not None else {}),
+            **(
+                {"wider_than_human": list(self.wider_than_human)} if self.tier == "combined" else {}
+            ),
             "paths": [paths.to_dict() for paths in self.paths],
         }

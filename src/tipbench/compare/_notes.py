@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from tipbench._words import counted
 from tipbench.compare._paths import mixed_paths_warnings, paths_note
 from tipbench.stats import ALPHA, EXACT_MAX_PAIRS, pairs_needed
+from tipbench.suite import mean_scale
 
 if TYPE_CHECKING:
     from tipbench.compare._leaderboard import Leaderboard, LeaderboardRow
@@ -126,10 +127,23 @@ def combined_notes(board: Leaderboard) -> list[str]:
                 "turn, they count once the runs before them in their cell's queue are scored."
             )
     notes.extend(f"* {warning}" for warning in leaderboard_warnings(board))
+    clipped = [row.name for row in board.rows if row.combined and row.combined.ci_clipped]
+    if clipped:
+        notes.append(
+            f"Intervals cut at the composite's scale ({mean_scale('composite').text()}), where "
+            f"the t interval ran past it: {', '.join(clipped)}."
+        )
+    if board.wider_than_human:
+        notes.append(
+            f"Wider than in the human tier: {', '.join(board.wider_than_human)}. This interval "
+            "is about every run of the cell, so it also carries the doubt about the runs no one "
+            "has scored yet; the human tier's is about the scored runs alone (exact on their "
+            "scenarios). Scoring the rest narrows it."
+        )
     notes += paths_note(board.paths)
     if len(board.ranked) < len(board.rows):
         notes.append(
-            "Cells without a human score in the judging order (or on fewer than "
-            f"{board.min_scenarios} scenarios) are not ranked."
+            "Cells without human scores in the judging order on at least "
+            f"{board.min_scenarios} scenarios are not ranked."
         )
     return notes

@@ -41,7 +41,12 @@ whose one-look t test has the power an outside check measured on the bundled sui
 POWER = 0.8
 """The share of experiments in which the stated gap is found."""
 
-Source = Literal["human scores", "the automatic judge's scores", "assumed"]
+Source = Literal["human", "judge", "assumed"]
+_SOURCE_WORDS: dict[Source, str] = {
+    "human": "read on the human scores",
+    "judge": "read on the automatic judge's scores",
+    "assumed": "assumed before any scores",
+}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,8 @@ class DetectableGap:
         n_cells: The cells the gate compares.
         gap: Composite points (NaN: no decision is possible on these scenarios or cells).
         spread: The standard deviation of one scenario's difference it assumes.
-        source: Where that spread was read.
+        source: Where that spread was read: the human scores, the automatic judge's, or
+            nowhere yet (`ASSUMED_SPREAD`).
     """
 
     n_scenarios: int
@@ -81,7 +87,7 @@ class DetectableGap:
             f"{counted(self.n_scenarios, 'scenario')}: the gate can detect a gap of about "
             f"{self.gap:.1f} composite points between the best cell and the next "
             f"({POWER:.0%} of the time with every run judged; one scenario's difference "
-            f"varies by about {self.spread:.1f} points, {_source_words(self.source)})"
+            f"varies by about {self.spread:.1f} points, {_SOURCE_WORDS[self.source]})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,10 +99,6 @@ class DetectableGap:
             "source": self.source,
             "power": POWER,
         }
-
-
-def _source_words(source: Source) -> str:
-    return "assumed before any scores" if source == "assumed" else f"read on the {source}"
 
 
 def detectable_gap(judged: Judged, spread: float | None = None) -> DetectableGap:
@@ -127,7 +129,7 @@ def _read_spread(judged: Judged, comparable: np.ndarray[Any, Any]) -> tuple[floa
     if len(covered) >= 2 and covered.min() >= scenarios_needed(ALPHA):
         pooled = pool_pairs(tier, Sample.none(), alone, comparable).unit_variance[0]
         if math.isfinite(pooled):
-            return math.sqrt(pooled), "human scores"
+            return math.sqrt(pooled), "human"
     if np.isfinite(judged.auto).sum() > 2:
         auto = Judged.build(
             judged.cell, judged.scenario, np.full(len(judged.cell), np.nan), judged.auto,
@@ -137,5 +139,5 @@ def _read_spread(judged: Judged, comparable: np.ndarray[Any, Any]) -> tuple[floa
         estimates = estimate(seen, Sample.none(), use_judge=False)
         pooled = pool_pairs(seen, Sample.none(), estimates, comparable).unit_variance[0]
         if math.isfinite(pooled) and pooled > 0:
-            return math.sqrt(pooled), "the automatic judge's scores"
+            return math.sqrt(pooled), "judge"
     return ASSUMED_SPREAD, "assumed"

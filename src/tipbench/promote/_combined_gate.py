@@ -24,6 +24,7 @@ as before, and the gate says why the combined tier was not used.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,8 +61,9 @@ def combined_usable(
         return False, f"the combined tier is refused: {why}"
     if not board.ranked:
         return False, f"the combined tier ranks no cell yet ({judging.message})"
-    used = sum(row.combined.n_human for row in board.rows if row.combined is not None)
-    worth = sum(row.combined.n_effective for row in board.rows if row.combined is not None)
+    figures = [row.combined for row in board.rows if row.combined is not None]
+    used = sum(one.n_human for one in figures)
+    worth = sum(one.n_effective for one in figures if math.isfinite(one.n_effective))
     return True, (
         f"both tiers have scores, drawn in the experiment's {judging.order} judging order: "
         f"{used} human-judged runs, worth {worth:.1f} with the judge's scores"
@@ -72,7 +74,11 @@ def _enough(row: LeaderboardRow, needed: int) -> tuple[bool, str]:
     figures = row.combined
     human = figures.n_human if figures is not None else 0
     covered = figures.n_human_scenarios if figures is not None else 0
-    worth = f" (worth {figures.n_effective:.1f})" if figures is not None else ""
+    worth = (
+        f" (worth {figures.n_effective:.1f})"
+        if figures is not None and math.isfinite(figures.n_effective)
+        else ""
+    )
     judged = f"{row.n_scenarios} scenarios, {human} human-judged runs{worth} on {covered} of them"
     if row.n_scenarios < needed:
         return False, (
