@@ -290,3 +290,56 @@ def estimate_policy(
         max_weight=max(g.max_weight for g in groups),
         biased=CLIP_BIASED if cut > BIASED_CLIP_SHARE else (),
     )
+
+
+def estimate_contrast(
+    name: str,
+    sums: PolicySums,
+    models: RewardModels | None,
+    version: str,
+    *,
+    min_decisions: int = MIN_DECISIONS,
+) -> PolicyEvaluation:
+    """The difference of two targets' values, paired by decision (`_sums`: a contrast's
+    terms are term_A − term_B): DR and IPS with their floors (SNIPS and the effective sample
+    size belong to one target: each side's own evaluation says whether it has traffic
+    enough). IPS is "biased: clipped" past `BIASED_CLIP_SHARE`, as for one target."""
+    groups = list(sums.groups.values())
+    n = sums.n
+    if n < max(min_decisions, 2) or models is None:
+        return PolicyEvaluation(
+            name, "logged", "too little data",
+            f"{n:,} rewarded decisions where both sides are known; {min_decisions:,} needed",
+            n, np.nan, np.nan, {}, max(min_decisions, 2) - n,
+        )  # fmt: skip
+    unseen = _total(groups, "unseen") / n
+    if unseen > OVERLAP_TOLERANCE:
+        return PolicyEvaluation(
+            name, "logged", "no overlap",
+            f"{unseen:.1%} of its probability is on tips the logging policy never shows",
+            n, np.nan, np.nan, {},
+        )  # fmt: skip
+    terms = list(_group_terms(sums, models, version).values())
+    wr, wr2 = _total(groups, "wr"), _total(groups, "wr2")
+    second = sum(t.second for t in terms) / n
+    ips_value = wr / n
+    ips = _normal(ips_value, max((wr2 - n * ips_value**2) / (n - 1), second - ips_value**2), n)
+    dr = _mean_of_terms(
+        sum(t.dr for t in terms), sum(t.dr2 for t in terms), sum(t.dr_floor for t in terms) / n, n
+    )
+    raw = _total(groups, "raw")
+    cut = _total(groups, "cut") / raw if raw > 0 else 0.0
+    biased = cut > BIASED_CLIP_SHARE
+    return PolicyEvaluation(
+        name,
+        "logged",
+        "estimated",
+        "",
+        n,
+        np.nan,
+        _total(groups, "clipped") / n,
+        {"dr": dr} if biased else {"ips": ips, "dr": dr},
+        clipped_weight=cut,
+        max_weight=max(g.max_weight for g in groups),
+        biased=("ips",) if biased else (),
+    )

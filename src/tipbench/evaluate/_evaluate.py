@@ -3,6 +3,7 @@
 Every policy that decided is shown with its observed mean reward (on-policy: the rewards of
 its own decisions). Every shadow (and every policy asked for) gets the off-policy estimates of
 `_estimators`: from its logged probabilities, or replayed (`_replay`) when the log has none.
+A contrast of two targets (`contrasts`) is their difference paired by decision.
 The log is read once, chunk by chunk (`traffic_chunks`), into sums (`_sums`): memory does not
 grow with its length but for the decision ids (`_duplicates`, 16 bytes a decision).
 """
@@ -16,12 +17,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tipbench._errors import ConfigError
 from tipbench.evaluate._estimators import (
     CLIP_WEIGHT,
     MIN_DECISIONS,
     MIN_ESS,
     REWARD_MODEL_RIDGE,
     PolicyEvaluation,
+    estimate_contrast,
     estimate_policy,
     paired_difference,
     unavailable,
@@ -64,6 +67,7 @@ class EvaluationReport:
     score_left_out: int = 0  # `/score` decisions of the log not evaluated (not asked for)
     clip: float = CLIP_WEIGHT  # importance weights above it were clipped
     floor: float = math.nan  # the smallest probability any rewarded decision logged
+    contrasts: tuple[PolicyEvaluation, ...] = ()  # each asked contrast: A − B, paired
 
     def policy(self, name: str) -> PolicyEvaluation:
         return next(p for p in self.policies if p.policy == name)
@@ -73,6 +77,9 @@ class EvaluationReport:
 
     def comparison(self, name: str) -> Comparison | None:
         return next((c for c in self.versus_live if c.policy == name), None)
+
+    def contrast(self, name: str) -> PolicyEvaluation:
+        return next(c for c in self.contrasts if c.policy == name)
 
     def to_dict(self) -> dict[str, Any]:
         def estimate(e: Estimate | None) -> dict[str, Any] | None:
@@ -99,6 +106,7 @@ class EvaluationReport:
                 }
                 for c in self.versus_live
             ],
+            "contrasts": [c.to_dict() for c in self.contrasts],
         }
 
 
@@ -124,10 +132,12 @@ class _Reading:
     skip: str | None
     clip: float
     replayers: dict[str, Replayer]
+    contrasts: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     categories: Categories = field(default_factory=Categories)
     model: RewardModelSums = field(default_factory=RewardModelSums)
     logged: dict[str, PolicySums] = field(default_factory=dict)
     replayed: dict[str, PolicySums] = field(default_factory=dict)
+    contrasted: dict[str, PolicySums] = field(default_factory=dict)
     observed: dict[str, _Rewards] = field(default_factory=dict)
     versions: list[str] = field(default_factory=lambda: ["v1", "v2"])
     decisions: int = 0
@@ -159,7 +169,8 @@ class _Reading:
         if "v2" in self.versions and np.isnan(chunk.x_v2).any():
             self.versions.remove("v2")
             self.model.drop("v2")
-            for sums in (*self.logged.values(), *self.replayed.values()):
+            tables = (self.logged, self.replayed, self.contrasted)
+            for sums in (s for table in tables for s in table.values()):
                 sums.drop("v2")
         xs = {"v1": chunk.x_v1, "v2": chunk.x_v2}
         shown = codes[np.arange(chunk.n), chunk.chosen]
@@ -174,6 +185,12 @@ class _Reading:
             replayed = replayer.step(chunk, codes, len(self.categories))
             if replayed is not None:
                 self.sums(self.replayed, name).add(chunk, replayed, codes, folds, xs)
+        for name, (a, b) in self.contrasts.items():
+            if a in chunk.targets and b in chunk.targets:
+                minus = chunk.targets[b]
+                self.sums(self.contrasted, name).add(
+                    chunk, chunk.targets[a], codes, folds, xs, minus=minus
+                )
 
     def _observe(self, chunk: Traffic) -> None:
         for decider in dict.fromkeys(chunk.decider):
@@ -201,20 +218,27 @@ def evaluate(
     clip: float = CLIP_WEIGHT,
     min_decisions: int = MIN_DECISIONS,
     min_ess: float = MIN_ESS,
+    contrasts: Mapping[str, tuple[str, str]] | None = None,
 ) -> EvaluationReport:
     """Evaluate `policies` (default: every policy the log has probabilities of, but the live
     one), and `also` these, on the log: one `Traffic`, or its chunks (`traffic_chunks`) read
-    once in order; `live` defaults to the policy of the latest `/serve` decision.
+    once in order; `live` defaults to the policy of the latest `/serve` decision. Each of
+    `contrasts` (name → (A, B), two targets of the log) is estimated as A − B on the decisions
+    where both are known (`estimate_contrast`).
 
     Raises:
-        ConfigError: an unknown policy; a bad row of the log (as `traffic_chunks`).
+        ConfigError: an unknown policy; a contrast with one target on both sides; a bad row of
+            the log (as `traffic_chunks`).
     """
     asked = list(dict.fromkeys([*(policies or ()), *also]))
     for name in asked:
         policy_spec(name)
+    for name, (a, b) in (contrasts or {}).items():
+        if a == b:
+            raise ConfigError(f"contrast {name!r}: {a!r} is on both sides of the comparison")
     replayers = {name: Replayer(name, settings.get(name) if settings else None) for name in asked}
     wanted = None if policies is None else asked
-    reading = _Reading(wanted, live, clip, replayers)
+    reading = _Reading(wanted, live, clip, replayers, dict(contrasts or {}))
     chunks = iter([traffic] if isinstance(traffic, Traffic) else traffic)
     while (chunk := next(chunks, None)) is not None:
         reading.add(chunk)
@@ -252,6 +276,13 @@ def _report(
         if live and name != live and found.status == "estimated" and models is not None:
             n, difference = paired_difference(sums, models, version, live)
             comparisons.append(Comparison(name, live, n, difference))
+    contrasts = tuple(
+        estimate_contrast(
+            name, reading.sums(reading.contrasted, name), models, version,
+            min_decisions=min_decisions,
+        )
+        for name in reading.contrasts
+    )  # fmt: skip
     return EvaluationReport(
         decisions=reading.decisions,
         rewarded=reading.rewarded,
@@ -262,4 +293,5 @@ def _report(
         score_left_out=reading.score_left_out,
         clip=reading.clip,
         floor=reading.floor if math.isfinite(reading.floor) else math.nan,
+        contrasts=contrasts,
     )

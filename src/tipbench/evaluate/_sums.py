@@ -25,6 +25,11 @@ the other fold's θ.
 
 Features come in two versions: v2 (12) where every rewarded decision has a v2 vector, else
 v1 (7); both are summed until a decision without v2 features drops v2.
+
+A **contrast** of two targets A and B (their difference paired by decision, e.g. two sources
+of tips) has the same form: π = π_A − π_B and w = w_A − w_B (each weight clipped on its own),
+so its DR term is term_A − term_B on every decision where both are known, and the expected
+squared weight of candidate j is p(j)·(w_A(j) − w_B(j))² (for one target, min(π²/p, M²·p)).
 """
 
 from __future__ import annotations
@@ -191,14 +196,16 @@ class _Chunk:
     """One chunk's decisions where a policy's probabilities are known, with the per-decision
     numbers its sums need."""
 
-    pi: Vector  # (m, K) the policy's probabilities
+    pi: Vector  # (m, K) the policy's probabilities (a contrast's: π_A − π_B)
     p: Vector  # (m, K) the logging policy's
     codes: Ints  # (m, K) the candidates' categories
     shown: Ints  # (m,) index of the shown candidate
     r: Vector
-    raw: Vector  # π(a)/p(a)
-    w: Vector  # clipped
-    ratio: Vector  # (m, K) min(π²/p, clip²·p)
+    raw: Vector  # π(a)/p(a) (a contrast: π_A(a)/p(a) + π_B(a)/p(a), the weight to clip)
+    w: Vector  # clipped (a contrast: w_A − w_B)
+    cut: Vector  # what the clip removed of the weight
+    reach: Vector  # (m, K) the probability the policy (or either side) puts on each candidate
+    ratio: Vector  # (m, K) p·w(j)²: min(π²/p, clip²·p) (a contrast: p·(w_A(j) − w_B(j))²)
     xs: dict[str, Vector]  # version → (m, d)
     group: Ints  # (m,) decider code · FOLDS + fold
 
@@ -235,22 +242,37 @@ class PolicySums:
         codes: Ints,
         folds: Ints,
         xs: dict[str, Vector],
+        minus: Vector | None = None,
     ) -> None:
-        """A chunk's decisions where `probabilities` (n, K) are known (rows without NaN)."""
-        rows = np.flatnonzero(~np.isnan(probabilities).any(axis=1))
+        """A chunk's decisions where `probabilities` (n, K) are known (rows without NaN); with
+        `minus`, the contrast `probabilities` − `minus` on the rows where both are known."""
+        known = ~np.isnan(probabilities).any(axis=1)
+        if minus is not None:
+            known &= ~np.isnan(minus).any(axis=1)
+        rows = np.flatnonzero(known)
         if not len(rows):
             return
         pi, p = probabilities[rows], traffic.logging[rows]
         shown = traffic.chosen[rows]
         at = np.arange(len(rows))
+        weights = self._weights(pi, p)  # (m, K) each candidate's clipped weight
         raw = pi[at, shown] / p[at, shown]
-        ratio = np.divide(pi**2, p, out=np.zeros_like(pi), where=p > 0)
+        cut = raw - weights[at, shown]
+        reach = pi
+        if minus is not None:
+            pi_b = minus[rows]
+            weights_b = self._weights(pi_b, p)
+            raw_b = pi_b[at, shown] / p[at, shown]
+            pi, reach = pi - pi_b, pi + pi_b
+            raw, cut = raw + raw_b, cut + raw_b - weights_b[at, shown]
+            weights = weights - weights_b
+        w = weights[at, shown]
         deciders = np.array(traffic.decider, dtype=object)[rows]
         names = list(dict.fromkeys(deciders))
         decider_code = np.array([names.index(d) for d in deciders]) if len(names) > 1 else 0
         chunk = _Chunk(
-            pi, p, codes[rows], shown, traffic.reward[rows], raw, np.minimum(raw, self.clip),
-            np.minimum(ratio, self.clip**2 * p),
+            pi, p, codes[rows], shown, traffic.reward[rows], raw, w, np.maximum(cut, 0.0),
+            reach, p * weights**2,
             {v: xs[v][rows] for v in self.versions},
             decider_code * FOLDS + folds[rows],
         )  # fmt: skip
@@ -259,22 +281,28 @@ class PolicySums:
             group = self.groups.setdefault((decider, fold), self._empty_group())
             self._add_group(group, chunk, chunk.group == code)
 
+    def _weights(self, pi: Vector, p: Vector) -> Vector:
+        """(m, K) min(π/p, clip) of every candidate (0 where p = 0)."""
+        ratio = np.divide(pi, p, out=np.zeros_like(pi), where=p > 0)
+        clipped: Vector = np.minimum(ratio, self.clip)
+        return clipped
+
     def _empty_group(self) -> GroupSums:
         features = {v: FeatureSums.empty(self.categories, d) for v, d in self.versions.items()}
         return GroupSums(features=features)
 
     def _add_group(self, group: GroupSums, chunk: _Chunk, pick: np.ndarray) -> None:
         pi, p, ratio = chunk.pi[pick], chunk.p[pick], chunk.ratio[pick]
-        raw, w, r = chunk.raw[pick], chunk.w[pick], chunk.r[pick]
+        raw, w, r, cut = chunk.raw[pick], chunk.w[pick], chunk.r[pick], chunk.cut[pick]
         wr = w * r
         group.n += len(w)
         group.w += float(w.sum())
         group.w2 += float((w * w).sum())
         group.raw += float(raw.sum())
-        group.cut += float((raw - w).sum())
-        group.clipped += int((raw > self.clip).sum())
+        group.cut += float(cut.sum())
+        group.clipped += int((cut > 0).sum())
         group.max_weight = max(group.max_weight, float(raw.max()))
-        group.unseen += float((pi * (p <= 0)).sum())
+        group.unseen += float((chunk.reach[pick] * (p <= 0)).sum())
         group.ratio += float(ratio.sum())
         group.wr += float(wr.sum())
         group.wr2 += float((wr * wr).sum())

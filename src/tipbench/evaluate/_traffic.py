@@ -9,7 +9,8 @@ the policy's own on-policy traffic (weights of 1). Only rewarded decisions count
 the arrays keep: the policy that decided and its probability of every candidate (the logging
 policy), the candidate shown and its reward, the candidates' categories, the features (the
 richest vector any policy logged for the request: v2 if one was logged, else v1; v1 is the
-start of v2), and for every policy that scored the request as a shadow its probabilities.
+start of v2), for every policy that scored the request as a shadow its probabilities, and
+each candidate's `source` as the log holds it (where the tip came from; None: not given).
 
 `traffic_chunks` reads a log of any length as consecutive `Traffic` chunks of at most
 `CHUNK_DECISIONS` rewarded decisions, holding one chunk at a time (the estimators keep sums,
@@ -57,6 +58,7 @@ class Traffic:
     decisions: int  # rows read, rewarded or not (`/score` ones only if asked for)
     score_left_out: int = 0  # `/score` decisions read and left out
     fold: Ints | None = None  # (n,) each decision's fold (0 or 1, by its id); None: by rank
+    sources: tuple[tuple[Mapping[str, Any] | None, ...], ...] = ()  # (n, ≤K) as logged
 
     @property
     def n(self) -> int:
@@ -107,6 +109,7 @@ class _Builder:
         self.reward: list[float] = []
         self.chosen: list[int] = []
         self.categories: list[tuple[str, ...]] = []
+        self.sources: list[tuple[Mapping[str, Any] | None, ...]] = []
         self.logging: list[list[float]] = []
         self.targets: dict[str, dict[int, list[float]]] = {}
         self.x_v1: list[list[float]] = []
@@ -154,6 +157,7 @@ class _Builder:
         self.reward.append(row["reward"])
         self.chosen.append(tips.index(row["tip_id"]))
         self.categories.append(tuple(c["category"] for c in row["candidates"]))
+        self.sources.append(tuple(c.get("source") for c in row["candidates"]))
         self.logging.append(checked.probabilities)
         self.targets.setdefault(policy, {})[position] = checked.probabilities
         v2 = row["features"] if row["feature_version"] == "v2" else None
@@ -227,6 +231,7 @@ class _Builder:
             decisions=self.decisions,
             score_left_out=self.score_left_out,
             fold=np.array(self.fold, dtype=np.int64),
+            sources=tuple(self.sources),
         )
 
 
