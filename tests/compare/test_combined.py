@@ -176,6 +176,8 @@ def test_compare_shows_the_combined_tier_among_the_others(
     table = runner.invoke(cli, [*args, "--tier", "combined"])
     assert table.exit_code == 0, table.output
     assert "combined tiers" in table.output and "human (worth)" in table.output
+    said = " ".join(table.output.split())
+    assert "Detectable: 8 scenarios: the gate can detect a gap of about " in said
     assert re.search(r"\b3 \(\d\.\d\)", table.output)
     csv = runner.invoke(cli, [*args, "--tier", "combined", "--format", "csv"]).stdout
     assert "combined_n_effective" in csv.splitlines()[0]

@@ -121,6 +121,8 @@ def test_judge_export_lists_the_runs_in_the_judging_order(
     assert result.exit_code == 0, result.output
     assert "in the experiment's active order since" in result.output
     assert "every cell needs human scores on at least 6 scenarios" in result.output
+    # Said before anyone judges (issue 43): what the gate can find on these 6 scenarios.
+    assert "6 scenarios: the gate can detect a gap of about " in result.output
     items = [item["run_id"] for item in json.loads(out.read_text())["items"]]
     assert items == serving_order(judging_state(store, experiment))
     names = {r.run_id: r.prompt_version for r in store.cell_runs(store.experiment_id(experiment))}

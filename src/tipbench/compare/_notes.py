@@ -7,6 +7,7 @@ draws (`interval_note`).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from tipbench._words import counted
@@ -110,7 +111,11 @@ def leaderboard_warnings(board: Leaderboard) -> list[str]:
 def detectable_note(board: Leaderboard) -> list[str]:
     """What the gate can detect on the leaderboard's scenarios, as a note (none without)."""
     detectable = board.anytime.detectable if board.anytime is not None else None
-    return [f"Detectable: {detectable.describe()}."] if detectable is not None else []
+    if detectable is not None and math.isfinite(detectable.gap):
+        return [f"Detectable: {detectable.describe()}."]
+    if board.judging is not None and board.judging.detectable:
+        return [f"Detectable: {board.judging.detectable}."]
+    return []
 
 
 def combined_notes(board: Leaderboard) -> list[str]:

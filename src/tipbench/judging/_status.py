@@ -93,9 +93,10 @@ def judging_status(state: CombinedState) -> JudgingStatus:
     """Whether the leader is decided, about how many more judgements it needs, and what the
     gate can detect on these scenarios (see `_status`)."""
     found = _status(state)
-    if not state.cells:
-        return found
-    return replace(found, detectable=detectable_gap(state.judged).describe())
+    detectable = detectable_gap(state.judged) if state.cells else None
+    if detectable is None or not math.isfinite(detectable.gap):
+        return found  # "cannot be decided on 3 scenarios" says it already
+    return replace(found, detectable=detectable.describe())
 
 
 def _status(state: CombinedState) -> JudgingStatus:
