@@ -233,3 +233,27 @@ def test_an_interval_past_the_scale_is_cut_at_its_end_and_says_so() -> None:
     notes = " ".join(leaderboard_document(board)["notes"])
     cut = "Intervals cut at the composite's scale (2–17), where the t interval ran past it"
     assert f"{cut}: {MODEL}|v1." in notes
+
+
+def test_a_cell_on_two_human_judged_scenarios_is_listed_not_ranked() -> None:
+    """Issue 43: a cell with human scores on 2 scenarios was shown "1 / leader". The combined
+    tier ranks a cell only on as many human-judged scenarios as the other tiers (3)."""
+    order = JudgingOrder("uniform", 1, "2026-11-28T00:00:00+00:00")
+    runs = [
+        CellRun(MODEL, prompt, f"s{i}", run_id=f"{prompt}-{i}",
+                metrics={metric_name("auto", "composite"): 12.0})
+        for prompt in ("v1", "v2")
+        for i in range(8)
+    ]  # fmt: skip
+    first_two = sorted((r.run_id for r in runs if r.prompt_version == "v1"), key=order.clock)[:2]
+    runs = [
+        replace(run, metrics={**run.metrics, "composite": 16.0 if run.prompt_version == "v1"
+                              else 11.0 + int(run.scenario_id[1:]) % 2})
+        if run.prompt_version == "v2" or run.run_id in first_two else run
+        for run in runs
+    ]  # fmt: skip
+    board = combined_board(combined_state(runs, order), 3, "x")
+    top = board.row(MODEL, "v1")
+    assert top.combined is not None and top.combined.n_human_scenarios == 2
+    assert (top.rank, top.standing) == (None, "too little data")
+    assert board.row(MODEL, "v2").standing == "leader"

@@ -104,6 +104,7 @@ def test_the_combined_tier_decides_where_both_tiers_have_scores(
         "cell's confidence sequence lies below it (the leader is decided"
     )
     assert lines[5] == "  [x] beats production: nothing is in production yet"
+    assert "nan" not in out  # issue 43: "worth nan with the judge's scores"
 
     as_json = json.loads(_promote(sqlite_uri, experiment, "--format", "json")[1])
     assert as_json["decided_by"]["tier"] == "combined"

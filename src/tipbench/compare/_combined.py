@@ -225,7 +225,16 @@ def _row(
     half = half_width(e.variance[c : c + 1], e.df[c : c + 1], CONFIDENCE)[0]
     mean = float(e.mean[c])
     scale = mean_scale("composite")
-    ci_low, ci_high = max(mean - float(half), scale.low), min(mean + float(half), scale.high)
+    low_end, high_end = mean - float(half), mean + float(half)
+    clipped = low_end < scale.low or high_end > scale.high  # False for an interval of NaN
+    ci_low, ci_high = (
+        (max(low_end, scale.low), min(high_end, scale.high))
+        if clipped
+        else (
+            low_end,
+            high_end,
+        )
+    )
     low, high = sequences.get(c, (math.nan, math.nan))
     leader = placing is not None and placing.standing == "leader"
     criteria: dict[str, Any] = {name: float(est.mean[c]) for name, est in columns.items()}
@@ -253,6 +262,6 @@ def _row(
             lam=float(e.lam[c]),
             cs_low=math.nan if leader else low,
             cs_high=math.nan if leader else high,
-            ci_clipped=bool(ci_low != mean - half or ci_high != mean + half),
+            ci_clipped=clipped,
         ),
     )
