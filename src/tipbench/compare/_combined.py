@@ -227,14 +227,8 @@ def _row(
     scale = mean_scale("composite")
     low_end, high_end = mean - float(half), mean + float(half)
     clipped = low_end < scale.low or high_end > scale.high  # False for an interval of NaN
-    ci_low, ci_high = (
-        (max(low_end, scale.low), min(high_end, scale.high))
-        if clipped
-        else (
-            low_end,
-            high_end,
-        )
-    )
+    # max and min keep a NaN end NaN (it comes first)
+    ci_low, ci_high = max(low_end, scale.low), min(high_end, scale.high)
     low, high = sequences.get(c, (math.nan, math.nan))
     leader = placing is not None and placing.standing == "leader"
     criteria: dict[str, Any] = {name: float(est.mean[c]) for name, est in columns.items()}
