@@ -18,6 +18,7 @@ from tipbench.judge import DEFAULT_MIN_KAPPA, TIERS
 from tipbench.judging import judging_state
 from tipbench.promote._combined_gate import CombinedEvidence
 from tipbench.promote._gate import DEFAULT_MARGIN_POINTS, Decision, decide
+from tipbench.promote._online import DEFAULT_ONLINE_MARGIN, OnlineEvidence, with_online
 from tipbench.promote._registry import PRODUCTION_ALIAS, production_prompt, promote_prompt
 from tipbench.suite import PromptVersion, load_suite
 from tipbench.tracking import (
@@ -50,6 +51,8 @@ def promote(
     min_scenarios: int = DEFAULT_MIN_SCENARIOS,
     suite: str | Path | None = None,
     min_kappa: float = DEFAULT_MIN_KAPPA,
+    online: OnlineEvidence | None = None,
+    online_margin: float = DEFAULT_ONLINE_MARGIN,
 ) -> PromotionResult:
     """Decide whether the winning prompt goes to production; with `apply`, act on it.
 
@@ -60,7 +63,9 @@ def promote(
     (tagged `dry_run`). With `apply`, a passing decision registers the prompt in the MLflow
     Prompt Registry and moves the `production` alias to it; either way the decision is
     recorded as a run of the experiment with its evidence. The automatic tier counts only if
-    its judge's calibration reaches `min_kappa` on every criterion.
+    its judge's calibration reaches `min_kappa` on every criterion. With `online` (what the
+    decision log says of two sources of tips, `promote._online`), the candidate must also not
+    be worse with users than production by `online_margin`, where the log can tell.
 
     Raises:
         ConfigError: if the suite's template of the winner differs from the judged one.
@@ -74,6 +79,7 @@ def promote(
     combined = CombinedEvidence(board, partial(combined_versus, state))
     production = production_prompt(store.client, prompt_name)
     decision = decide(human, auto, production, margin, combined=combined)
+    decision = with_online(decision, online, online_margin)
     if not apply:
         if not record:
             return PromotionResult(decision, applied=False)
