@@ -14,8 +14,10 @@ source's tips is known exactly (`truth`), the estimand of `tipbench.online._sour
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,6 +56,7 @@ class OnlineWorld:
     logging: np.ndarray = field(default_factory=lambda: LOGGING.copy())
     runs: Mapping[str, str] = field(default_factory=dict)  # prompt → its cell run's id
     model: str = MODEL
+    experiment: str = EXPERIMENT
 
     def means(self) -> np.ndarray:
         """(context, tip) the chance each tip is completed."""
@@ -69,6 +72,11 @@ class OnlineWorld:
             pi = self.logging * mine / (self.logging * mine).sum(axis=1, keepdims=True)
             values[source(prompt, self.model)] = float((pi * means).sum(axis=1).mean())
         return values
+
+    def write(self, path: Path, seed: int, n: int) -> Path:
+        """The log as `policy log export` writes it (JSON lines)."""
+        path.write_text("".join(json.dumps(row) + "\n" for row in self.log(seed, n)))
+        return path
 
     def log(self, seed: int, n: int, *, with_runs: bool = True) -> list[dict[str, Any]]:
         """n decisions of the logger, every one rewarded (rows of `policy log export`)."""
@@ -90,7 +98,7 @@ class OnlineWorld:
         for index, ((prompt, category), probability) in enumerate(zip(TIPS, p, strict=True)):
             provenance: dict[str, Any] = {"model": self.model, "prompt_version": prompt}
             if with_runs and prompt in self.runs:
-                provenance |= {"experiment": EXPERIMENT, "run_id": self.runs[prompt],
+                provenance |= {"experiment": self.experiment, "run_id": self.runs[prompt],
                                "tip_index": index % 2}  # fmt: skip
             candidate = {"tip_id": f"t{index}", "category": category, "score": 0.0,
                          "probability": float(probability)}  # fmt: skip

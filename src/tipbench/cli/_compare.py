@@ -48,16 +48,27 @@ def _width() -> int:
 @options.experiment
 @click.option(
     "--tier",
-    type=click.Choice([*BOARD_TIERS, "both"]),
+    type=click.Choice([*BOARD_TIERS, "both", "online"]),
     default="both",
     show_default=True,
     help="Whose scores rank the cells: the human judge, the automatic judge, both "
-    "combined (the judge's scores corrected by the human's), or each of the three.",
+    "combined (the judge's scores corrected by the human's), or each of the three; online: "
+    "what users did with each cell's tips (the policy service's decision log), with the "
+    "rubric's agreement.",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @options.plot
 @options.min_scenarios
 @options.tracking_uri
+@click.option(
+    "--decision-log",
+    "decision_log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="--tier online: a decision log exported with `policy log export` [default: the "
+    "policy state].",
+)
+@options.state_url
 @click.option(
     "--log/--no-log",
     default=False,
@@ -71,6 +82,8 @@ def compare_command(
     plot: Path | None,
     min_scenarios: int,
     tracking_uri: str | None,
+    decision_log: Path | None,
+    state_url: str | None,
     log: bool,
 ) -> None:
     """Rank the (model, prompt) cells of an experiment by mean composite.
@@ -80,10 +93,20 @@ def compare_command(
     the human-scored runs used and what they are worth, and each comparison's anytime-valid
     confidence sequence. Looking changes nothing: `--log` also records the leaderboard as a
     run of the experiment.
+
+    The online tier ranks each (model, prompt) by the value of serving its tips, estimated
+    off-policy from the decision log (doubly robust, 95% intervals, effective sample size;
+    "not enough traffic" where the log cannot tell), and shows how each judged tier's
+    criteria agree with it.
     """
-    tiers = BOARD_TIERS if tier == "both" else (cast(BoardTier, tier),)
+    tiers = BOARD_TIERS if tier in ("both", "online") else (cast(BoardTier, tier),)
     check_experiment(tracking_uri, experiment)  # a typo is answered before MLflow loads
     store = TrackingStore(tracking_uri)
+    if tier == "online":
+        from tipbench.cli._compare_online import show_online_tier
+
+        show_online_tier(store, experiment, decision_log, state_url, fmt, min_scenarios)
+        return
     boards = leaderboards_for(store, experiment, tiers, min_scenarios)
     judged = [board for board in boards if board.rows]
     if judged or fmt != "table":  # JSON and CSV stay machine-readable when empty

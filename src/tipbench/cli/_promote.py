@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
 from tipbench.cli import _options as options
-from tipbench.promote import DEFAULT_MARGIN_POINTS, DEFAULT_PROMPT_NAME, promote
+from tipbench.promote import (
+    DEFAULT_MARGIN_POINTS,
+    DEFAULT_ONLINE_MARGIN,
+    DEFAULT_PROMPT_NAME,
+    promote,
+)
 from tipbench.tracking import TrackingStore, check_experiment
 
 
@@ -36,6 +42,25 @@ from tipbench.tracking import TrackingStore, check_experiment
 @options.min_scenarios
 @options.min_kappa
 @options.suite
+@click.option(
+    "--online-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also require the winner's tips not to fare worse with users than production's, "
+    "from this decision log (`policy log export`) where it can tell.",
+)
+@click.option(
+    "--online-state-url",
+    default=None,
+    help="As --online-log, from the policy service's state (sqlite:///PATH, postgresql://...).",
+)
+@click.option(
+    "--online-margin",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=DEFAULT_ONLINE_MARGIN,
+    show_default=True,
+    help="The loss of reward per decision the online traffic must rule out.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @options.tracking_uri
 def promote_command(
@@ -46,6 +71,9 @@ def promote_command(
     min_scenarios: int,
     min_kappa: float,
     suite: str | None,
+    online_log: Path | None,
+    online_state_url: str | None,
+    online_margin: float,
     fmt: str,
     tracking_uri: str | None,
 ) -> None:
@@ -55,19 +83,30 @@ def promote_command(
     automatic judge counts as a predictor the human scores correct, calibrated or not);
     otherwise both tiers must rank it first. The first line after the verdict says which.
 
+    With --online-log or --online-state-url the winner must also not be worse with users
+    than production (the value of serving each one's tips, paired by decision, by more than
+    --online-margin); where the log has no estimate for both, the gate says so and decides
+    without it.
+
     Exit code 0 when the decision is to promote, 3 when the gate refuses.
     """
+    from tipbench.cli._compare_online import promotion_evidence
+
     check_experiment(tracking_uri, experiment)  # a typo is answered before MLflow loads
-    result = promote(
-        TrackingStore(tracking_uri),
-        experiment,
-        apply=apply_,
-        prompt_name=prompt_name,
-        margin=margin,
-        min_scenarios=min_scenarios,
-        suite=suite,
-        min_kappa=min_kappa,
-    )
+    store = TrackingStore(tracking_uri)
+    with promotion_evidence(store, online_log, online_state_url) as online:
+        result = promote(
+            store,
+            experiment,
+            apply=apply_,
+            prompt_name=prompt_name,
+            margin=margin,
+            min_scenarios=min_scenarios,
+            suite=suite,
+            min_kappa=min_kappa,
+            online=online,
+            online_margin=online_margin,
+        )
     decision = result.decision
     if fmt == "json":
         click.echo(
