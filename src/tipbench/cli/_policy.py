@@ -295,13 +295,17 @@ def prune_command(state_url: str | None, older_than: float | None, store_timeout
     click.echo(f"{pruned} decisions pruned")
 
 
-# The policy gate's commands (simulate, evaluate, promote) live in their own module.
+# The policy gate's commands (simulate, evaluate, promote) live in their own module; the sim
+# A/B of the bench's tips (`simulate --tips-from`) in its own.
 from tipbench.cli._policy_gate import (  # noqa: E402
+    _settings,
+    _study,
     evaluate_command,
     promote_command,
     simulate_command,
 )
+from tipbench.cli._sim_ab import with_tips_from  # noqa: E402
 
-policy_group.add_command(simulate_command)
+policy_group.add_command(with_tips_from(simulate_command, _study, _settings))
 policy_group.add_command(evaluate_command)
 policy_group.add_command(promote_command)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tipbench._errors import TrackingError
+from tipbench.simulate._ab import QUALITY_LOGIT, SimAB
 from tipbench.simulate._report import METRICS, over_seeds
 from tipbench.simulate._simulation import Simulation
 from tipbench.stats import Estimate
@@ -188,3 +189,63 @@ def log_simulation(store: TrackingStore, experiment: str, simulation: Simulation
             f"cannot record the simulation at {store.shown_uri}: {short_error(exc)}"
         ) from None
     return SimulationRuns(experiment_id, parent, len(seeds))
+
+
+KIND_SIM_AB = "policy_sim_ab"
+AB_REPORT_FILE = "sim_ab.json"
+
+
+def log_sim_ab(store: TrackingStore, experiment: str, ab: SimAB, tips_from: str) -> SimulationRuns:
+    """Record a sim A/B as one run of `experiment` (created if new): the study's params, each
+    arm's reward with its interval and paired difference from the baseline (metric names
+    with `/` for the source's `|`), and the whole report as `sim_ab.json`.
+
+    Raises:
+        TrackingError: the store cannot be used.
+    """
+    config, report = ab.study.config, ab.report
+    metrics: dict[str, float] = {"reference_composite": ab.reference}
+    for arm in report.policies:
+        key = arm.policy.replace("|", "/")
+        reward = arm.overall["reward"]
+        metrics |= {f"reward.{key}": reward.value, f"reward_low.{key}": reward.low,
+                    f"reward_high.{key}": reward.high}  # fmt: skip
+        if arm.vs_live is not None:
+            metrics |= {f"diff.{key}": arm.vs_live.mean_diff, f"p_value.{key}": arm.vs_live.p_value}
+    document = {
+        **report.to_dict(),
+        "tips_from": tips_from,
+        "policy": config.live_policy,
+        "quality_logit": QUALITY_LOGIT,
+        "reference_composite": ab.reference,
+        "arms": [
+            {"source": p.source, "tips": len(p.tips), "mean_composite": p.mean_composite}
+            for p in ab.pools
+        ],
+    }
+    record = RunRecord(
+        run_name=f"sim A/B of {tips_from}",
+        params={
+            "tips_from": tips_from,
+            "policy": config.live_policy,
+            "baseline": report.live,
+            "sources": ",".join(p.source for p in ab.pools),
+            "seeds": str(config.seeds),
+            "first_seed": str(config.first_seed),
+            "days": str(config.days),
+            "users": str(config.users),
+            "quality_logit": str(QUALITY_LOGIT),
+            "population_hash": ab.study.population.content_hash,
+        },
+        tags={KIND_TAG: KIND_SIM_AB, "baseline": report.live},
+        metrics={k: v for k, v in metrics.items() if np.isfinite(v)},
+        artifacts={AB_REPORT_FILE: json.dumps(document, indent=2)},
+    )
+    try:
+        experiment_id = store.experiment_id(experiment, create=True)
+        run_id = write_run(store.client, experiment_id, record)
+    except Exception as exc:
+        raise TrackingError(
+            f"cannot record the sim A/B at {store.shown_uri}: {short_error(exc)}"
+        ) from None
+    return SimulationRuns(experiment_id, run_id, 0)

@@ -13,8 +13,9 @@ persona p at a moment, a tip of category c is completed with probability
       + deadline[c]·urgency + evening[c]·[h ≥ 18] + weekend[c]·[Saturday or Sunday])
 
 where urgency = 1 − the v1 `deadline` feature (1 for a deadline now, 0 for none or one a week
-away); it is dismissed with probability (1 − that)·dismiss[p, c]/(1 − complete[p, c]), and
-otherwise viewed for an exponentially distributed dwell of mean dwell_s[p, c]. The reward is
+away), plus, in a sim A/B (`_ab.py`), the shift of the tip's own quality; it is dismissed
+with probability (1 − that)·dismiss[p, c]/(1 − complete[p, c]), and otherwise viewed for an
+exponentially distributed dwell of mean dwell_s[p, c]. The reward is
 `tipbench.policies.rewards` of that event: the service's mapping.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -229,10 +231,21 @@ def view_rewards(population: Population) -> Vector:
     return result
 
 
+Shift = Callable[[int, tuple[int, int]], Vector]
+"""(seed, (T, K)) → the log-odds of completing each candidate is shifted by (its quality)."""
+
+
 def make_world(
-    population: Population, catalogue: Catalogue, seed: int, n_users: int, days: int
+    population: Population,
+    catalogue: Catalogue,
+    seed: int,
+    n_users: int,
+    days: int,
+    shift: Shift | None = None,
 ) -> World:
-    """The traffic of one seed (the same for every policy)."""
+    """The traffic of one seed (the same for every policy); `shift` moves each candidate's
+    log-odds of being completed (a sim A/B's tip quality), the outcomes' random numbers
+    staying the same (worlds of different shifts are paired)."""
     users_rng, schedule_rng, candidates_rng, outcomes_rng = (
         np.random.default_rng(s)
         for s in np.random.SeedSequence(stream_seed(seed, "world")).spawn(4)
@@ -258,6 +271,11 @@ def make_world(
     p_dismiss = (1 - p_complete) * np.clip(dismiss_share, 0, 1)[persona]
     mean_dwell = np.array([[r.dwell_s for r in p.response] for p in population.personas])
     pc, pd = p_complete[rows, categories], p_dismiss[rows, categories]
+    if shift is not None:
+        logits = np.log(pc / (1 - pc)) + shift(seed, tips.shape)
+        shifted = 1 / (1 + np.exp(-logits))
+        pd = (1 - shifted) * np.divide(pd, 1 - pc, out=np.zeros_like(pd), where=pc < 1)
+        pc = shifted
     draw = outcomes_rng.random(tips.shape)
     completed = draw < pc
     dismissed = ~completed & (draw < pc + pd)
