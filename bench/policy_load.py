@@ -19,7 +19,13 @@ and the p99 ratio policy / noop of every round with their median and spread (min
 interquartile range). Verdict: the median ratio ≤ 2 and at most 1% of the requests failed.
 Loopback only unless `--url` says otherwise; bounded.
 
+With `--provenance` the two sides are the policy load itself, with and without provenance on
+every candidate (model, prompt version, experiment, cell run, tip index: what the online tier
+reads), the same requests otherwise; the verdict is a median p99 ratio with / without ≤ 1.05
+(issue 49, item 7).
+
     python bench/policy_load.py [--requests 3000] [--clients 50] [--rounds 7] [--url URL]
+    python bench/policy_load.py --provenance
 """
 
 from __future__ import annotations
@@ -42,7 +48,9 @@ from _report import percentile
 from tipbench_dev.servers import POLICY_TOKEN, PolicyServer
 
 TARGET_P99_RATIO = 2.0
+TARGET_PROVENANCE_RATIO = 1.05
 MAX_ERROR_SHARE = 0.01
+PROMPTS = ("v1", "v2-mentor", "v3-few-shot")
 CATEGORIES = ("focus", "planning", "quick-win", "break", "wind-down")
 EVENTS = ("completed", "dismissed", "viewed")
 
@@ -77,22 +85,34 @@ class Side:
         return response
 
 
-def decision_request(rng: random.Random, user: int) -> dict[str, object]:
-    k = rng.randint(3, 5)
+def source(index: int) -> dict[str, object]:
+    """A candidate's provenance (no random draw: the requests stay the same with or without)."""
     return {
-        "user_id": f"load-user-{user}",
-        "context": {
-            "local_hour": rng.randrange(24),
-            "weekday": rng.randrange(7),
-            "open_tasks": rng.randrange(10),
-            "minutes_to_deadline": rng.choice([None, rng.randrange(5000)]),
-            "tips_today": rng.randrange(4),
-        },
-        "candidates": [
-            {"tip_id": f"tip-{i}", "category": category}
-            for i, category in enumerate(rng.sample(CATEGORIES, k))
-        ],
+        "model": "llamacpp:smollm2-135m",
+        "prompt_version": PROMPTS[index % len(PROMPTS)],
+        "experiment": "tip-bench-auto",
+        "run_id": f"{index * 7919 + 12345:032x}",
+        "tip_index": index,
     }
+
+
+def decision_request(rng: random.Random, user: int, provenance: bool = False) -> dict[str, object]:
+    k = rng.randint(3, 5)
+    context = {
+        "local_hour": rng.randrange(24),
+        "weekday": rng.randrange(7),
+        "open_tasks": rng.randrange(10),
+        "minutes_to_deadline": rng.choice([None, rng.randrange(5000)]),
+        "tips_today": rng.randrange(4),
+    }
+    candidates: list[dict[str, object]] = [
+        {"tip_id": f"tip-{i}", "category": category}
+        for i, category in enumerate(rng.sample(CATEGORIES, k))
+    ]
+    if provenance:
+        for i, candidate in enumerate(candidates):
+            candidate["source"] = source(i)
+    return {"user_id": f"load-user-{user}", "context": context, "candidates": candidates}
 
 
 def _client(url: str, token: str, clients: int) -> httpx.AsyncClient:
@@ -101,8 +121,11 @@ def _client(url: str, token: str, clients: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=120)
 
 
-async def policy_load(url: str, token: str, clients: int, requests: int) -> Side:
-    """Clients alternating /serve and /reward for the decision they got."""
+async def policy_load(
+    url: str, token: str, clients: int, requests: int, provenance: bool = False
+) -> Side:
+    """Clients alternating /serve and /reward for the decision they got (`provenance`: every
+    candidate says where it came from)."""
     side = Side()
     remaining = requests
     async with _client(url, token, clients) as c:
@@ -112,7 +135,7 @@ async def policy_load(url: str, token: str, clients: int, requests: int) -> Side
             rng = random.Random(index)
             while remaining >= 2:
                 remaining -= 2
-                body = decision_request(rng, rng.randrange(500))
+                body = decision_request(rng, rng.randrange(500), provenance)
                 served = await side.timed("/serve", c.post("/serve", json=body))
                 if served is None:
                     continue
@@ -145,14 +168,19 @@ async def noop_load(url: str, token: str, clients: int, requests: int) -> Side:
 
 
 def run_rounds(url: str, token: str, args: argparse.Namespace) -> tuple[list[Side], list[Side]]:
-    asyncio.run(policy_load(url, token, 10, 100))  # warm up
+    """(policy, baseline) sides of every round: the baseline is /ping, or with --provenance
+    the policy load without provenance (and the policy side has it)."""
+    asyncio.run(policy_load(url, token, 10, 100, args.provenance))  # warm up
     asyncio.run(noop_load(url, token, 10, 100))
     policy: list[Side] = []
     noop: list[Side] = []
     for round_ in range(args.rounds):
         for side in ("policy", "noop") if round_ % 2 == 0 else ("noop", "policy"):
             if side == "policy":
-                policy.append(asyncio.run(policy_load(url, token, args.clients, args.requests)))
+                load = policy_load(url, token, args.clients, args.requests, args.provenance)
+                policy.append(asyncio.run(load))
+            elif args.provenance:
+                noop.append(asyncio.run(policy_load(url, token, args.clients, args.requests)))
             else:
                 noop.append(asyncio.run(noop_load(url, token, args.clients, args.requests)))
         print(f"round {round_ + 1}: p99 ratio {policy[-1].p99 / noop[-1].p99:.2f}", flush=True)
@@ -178,11 +206,13 @@ def report(policy: list[Side], noop: list[Side], args: argparse.Namespace) -> in
         f"{args.clients} concurrent clients, {args.requests} requests per side, "
         f"{args.rounds} rounds (the median round shown)"
     )
+    names = ("source", "plain") if args.provenance else ("policy", "noop")
     print(f"{'':8} {'n':>6} {'req/s':>9} {'p50 ms':>9} {'p99 ms':>9}")
-    print(row("policy", p.all(), p.seconds))
-    print(row(" /serve", p.latencies.get("/serve", []), None))
-    print(row(" /reward", p.latencies.get("/reward", []), None))
-    print(row("noop", n.all(), n.seconds))
+    for name, side in zip(names, (p, n), strict=True):
+        print(row(name, side.all(), side.seconds))
+        for route in ("/serve", "/reward"):
+            if route in side.latencies:
+                print(row(f" {route}", side.latencies[route], None))
     errors = sum((s.errors for s in policy + noop), Counter[str]())
     sent = sum(len(s.all()) for s in policy + noop) + sum(errors.values())
     share = sum(errors.values()) / max(sent, 1)
@@ -191,13 +221,14 @@ def report(policy: list[Side], noop: list[Side], args: argparse.Namespace) -> in
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
     median = statistics.median(ratios)
     print(
-        f"p99 ratio policy / noop per round: {', '.join(f'{r:.2f}' for r in ratios)}\n"
+        f"p99 ratio {' / '.join(names)} per round: {', '.join(f'{r:.2f}' for r in ratios)}\n"
         f"median {median:.2f}, min–max {min(ratios):.2f}–{max(ratios):.2f}, "
         f"IQR {quartiles[0]:.2f}–{quartiles[2]:.2f}"
     )
-    passed = median <= TARGET_P99_RATIO and share <= MAX_ERROR_SHARE
+    target = TARGET_PROVENANCE_RATIO if args.provenance else TARGET_P99_RATIO
+    passed = median <= target and share <= MAX_ERROR_SHARE
     print(
-        f"target: median ratio <= {TARGET_P99_RATIO:g}, failed <= {MAX_ERROR_SHARE:.0%}: "
+        f"target: median ratio <= {target:g}, failed <= {MAX_ERROR_SHARE:.0%}: "
         f"{'PASS' if passed else 'FAIL'}"
     )
     return 0 if passed else 1
@@ -209,6 +240,11 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--url", help="a running `policy serve` (TIPBENCH_POLICY_TOKEN)")
+    parser.add_argument(
+        "--provenance",
+        action="store_true",
+        help="compare the load with provenance on every candidate against the same without",
+    )
     args = parser.parse_args()
     if args.rounds < 1 or args.requests < 2 or args.clients < 1:
         parser.error("--rounds and --clients must be at least 1, --requests at least 2")

@@ -156,8 +156,9 @@ class _Builder:
         self.user.append(row.get("user_id", ""))
         self.reward.append(row["reward"])
         self.chosen.append(tips.index(row["tip_id"]))
-        self.categories.append(tuple(c["category"] for c in row["candidates"]))
-        self.sources.append(tuple(c.get("source") for c in row["candidates"]))
+        candidates = row["candidates"]
+        self.categories.append(tuple([c["category"] for c in candidates]))
+        self.sources.append(tuple([c.get("source") for c in candidates]))
         self.logging.append(checked.probabilities)
         self.targets.setdefault(policy, {})[position] = checked.probabilities
         v2 = row["features"] if row["feature_version"] == "v2" else None
