@@ -117,3 +117,38 @@ class OnlineWorld:
             "reward": reward,
             "event": "completed" if reward else "dismissed",
         }
+
+
+def serve_online_world(state_url: str, world: OnlineWorld, seed: int, n: int) -> None:
+    """`n` decisions through a real `PolicyService` on `state_url`: the live egreedy-v1 with
+    ε = 1 (every tip alike), its candidates the world's six tips with their provenance, each
+    rewarded by the world (the context k of a decision is its hour, 6·k)."""
+    from tipbench.policies import Moment, PolicyConfig
+    from tipbench.policy_service import CandidateTip, PolicyService, TipSource, open_store
+    from tipbench.suite import load_suite
+
+    catalogue = load_suite().catalogue
+    assert catalogue is not None
+    store = open_store(state_url)
+    try:
+        service = PolicyService(store, catalogue, PolicyConfig())
+        service.configure({"live": "egreedy-v1", "shadows": [],
+                           "policies": {"egreedy-v1": {"epsilon": 1.0}}})  # fmt: skip
+        candidates = []
+        for index, (prompt, category) in enumerate(TIPS):
+            run = world.runs.get(prompt)
+            experiment, tip_index = (world.experiment, index % 2) if run else (None, None)
+            source = TipSource(world.model, prompt, experiment, run, tip_index)
+            candidates.append(CandidateTip(f"t{index}", category, source))
+        rng = np.random.default_rng(seed)
+        means = world.means()
+        for context in rng.integers(0, 4, size=n):
+            moment = Moment(local_hour=6.0 * int(context), weekday=1, open_tasks=3,
+                            minutes_to_deadline=None, tips_today=0)  # fmt: skip
+            record = service.decide(f"u{context}", moment, candidates)
+            shown = int(record.decision.tip_id[1:])
+            completed = bool(rng.random() < means[context, shown])
+            service.reward(None, record.id, float(completed),
+                           "completed" if completed else "dismissed", None)  # fmt: skip
+    finally:
+        store.close()

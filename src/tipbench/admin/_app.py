@@ -16,6 +16,7 @@ from tipbench.admin import (
     _api_bench,
     _api_jobs,
     _api_judging,
+    _api_online,
     _api_optimize,
     _api_policies,
     _pages,
@@ -70,6 +71,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     admin = [Depends(require_admin)]
     app.include_router(_api_bench.router, dependencies=admin)
+    app.include_router(_api_online.router, dependencies=admin)
     app.include_router(_api_judging.router, dependencies=admin)
     app.include_router(_api_jobs.router, dependencies=admin)
     app.include_router(_api_policies.router, dependencies=admin)

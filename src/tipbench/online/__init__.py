@@ -5,6 +5,7 @@ tips measured by what users do with them.
                     interval, ESS, "not enough traffic"; ranked, the leader paired with each)
     Leaderboard, OnlineTier ─▶ agreement() ─▶ Agreement (per criterion: Spearman's ρ, interval)
     decision log ─▶ online_evidence() ─▶ promote.OnlineEvidence (candidate vs production)
+    state_evidence(tracking, state_url) ─▶ the same from the policy service's state, or None
     render_online(tier, agreements) ─▶ lines;  online_document(...) ─▶ JSON
 
 A source is where a tip came from (`policy_service.TipSource`: `model|prompt_version`). The
@@ -21,7 +22,13 @@ from tipbench.online._agreement import (
     agreement,
     direction,
 )
-from tipbench.online._evidence import StateLog, online_evidence, state_log
+from tipbench.online._evidence import (
+    StateLog,
+    online_evidence,
+    served_state,
+    state_evidence,
+    state_log,
+)
 from tipbench.online._render import online_document, render_online
 from tipbench.online._runs import TrackedRuns
 from tipbench.online._sources import SourceRun, SourceTargets, key_of
@@ -63,5 +70,7 @@ __all__ = [
     "online_evidence",
     "online_tier",
     "render_online",
+    "served_state",
+    "state_evidence",
     "state_log",
 ]

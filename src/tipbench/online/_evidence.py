@@ -5,12 +5,16 @@ candidate's tips against production's from a decision log."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from tipbench._errors import ConfigError
 from tipbench.evaluate import MIN_DECISIONS, MIN_ESS
+from tipbench.online._runs import TrackedRuns
 from tipbench.online._tier import DecisionLog, RunCheck, compare_sources
-from tipbench.policy_service import StateStore, decision_rows
+from tipbench.policy_service import StateStore, decision_rows, open_store
 from tipbench.promote import OnlineComparison, OnlineEvidence
+from tipbench.tracking import TrackingStore
 
 
 class StateLog:
@@ -46,3 +50,31 @@ def online_evidence(
         )
 
     return answer
+
+
+@contextmanager
+def served_state(state_url: str | None = None) -> Iterator[StateStore | None]:
+    """The policy service's state at `state_url` (None: the default state), open while the
+    block runs; None where no state is there (nothing was served)."""
+    try:
+        store = open_store(state_url, create=False)
+    except ConfigError:
+        yield None
+        return
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def state_evidence(
+    tracking: TrackingStore, state_url: str | None = None
+) -> Iterator[OnlineEvidence | None]:
+    """Promote's online evidence from the policy service's state (None: no state, so the gate
+    decides without it), the tips' runs checked against `tracking`: what `bench_judged` and
+    the admin panel pass to promote."""
+    with served_state(state_url) as store:
+        yield (
+            None if store is None else online_evidence(state_log(store), runs=TrackedRuns(tracking))
+        )

@@ -12,6 +12,7 @@ same file, and compare and the promotion gate record a new run each time.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from typing import Any
 
@@ -165,10 +166,15 @@ def compare(experiment: str, tracking_uri: str) -> str | None:
 
 
 def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[str, Any]:
-    """Run the promotion gate (a dry run unless `apply`) and record its decision."""
+    """Run the promotion gate (a dry run unless `apply`) and record its decision; where the
+    policy service has a state (`TIPBENCH_POLICY_STATE_URL`, else the default), the winner's
+    tips must not do worse with users than production's (`promote`'s online condition)."""
+    from tipbench.online import state_evidence
     from tipbench.promote import promote
 
-    result = promote(TrackingStore(task_store(tracking_uri)), experiment, apply=apply, record=True)
+    store = TrackingStore(task_store(tracking_uri))
+    with state_evidence(store, os.environ.get("TIPBENCH_POLICY_STATE_URL")) as online:
+        result = promote(store, experiment, apply=apply, record=True, online=online)
     decision = result.decision
     verdict = "PROMOTE" if decision.promote else "REFUSE"
     logger.info("%s %s|%s (production now: %s)%s", verdict, decision.model,

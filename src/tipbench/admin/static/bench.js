@@ -104,6 +104,7 @@
   let shownFigures = "";
   async function showLeaderboard(name) {
     const request = ++requested;
+    document.dispatchEvent(new CustomEvent("tipbench:experiment", { detail: name })); // online.js
     $("leaderboard-judge").href = `/judge/${exp(name)}`;
     $("leaderboard-judge").hidden = false;
     let views;
