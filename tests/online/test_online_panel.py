@@ -78,6 +78,13 @@ def test_the_api_shows_the_tier_its_agreement_and_the_online_condition(
     assert (promotion["prompt_version"], promotion["production"]) == ("v2-mentor", "v1")
     assert promotion["online"]["name"] == "not worse online" and promotion["online"]["passed"]
 
+    client = TestClient(create_app())  # the log is read again only once it has grown
+    first = client.get(f"/api/bench/online/{EXPERIMENT}", headers=AUTH).json()
+    assert client.get(f"/api/bench/online/{EXPERIMENT}", headers=AUTH).json() == first
+    serve_online_world(state, OnlineWorld(model=MODEL, experiment=EXPERIMENT), seed=6, n=10)
+    grown = client.get(f"/api/bench/online/{EXPERIMENT}", headers=AUTH).json()
+    assert sum(r["served"] for r in grown["online"]["rows"]) == 1510
+
     monkeypatch.setenv("TIPBENCH_POLICY_STATE_URL", f"sqlite:///{tmp_path / 'none.sqlite'}")
     empty = TestClient(create_app()).get(f"/api/bench/online/{EXPERIMENT}", headers=AUTH)
     assert empty.status_code == 200 and empty.json()["online"] is None
