@@ -140,12 +140,14 @@ def differences(
     """Cell b minus cell a for each pair, their scenario parts paired.
 
     The variance is both cells' sampling variances (their samples are independent given
-    where the draws fell) plus the scenario variance of the difference: each cell's, less
-    twice their covariance across scenarios. That covariance is the judge's (read on every
-    scenario) times both λ, plus the residuals' over the scenarios both cells have human
-    scores on (none is assumed below `MIN_COVARIANCE_SCENARIOS` of them, which overstates
-    the variance when cells rise and fall together with the scenario, as they do). One
-    scenario's difference varies at least as two scenario values' rounding does (the floor).
+    where the draws fell) plus the scenario variance of the difference: each cell's own
+    (read on its own scenarios, not pooled: `pool_pairs` pools at the level of the pair),
+    less twice their covariance across scenarios. That covariance is the judge's (read on
+    every scenario) times both λ, plus the residuals' over the scenarios both cells have
+    human scores on (none is assumed below `MIN_COVARIANCE_SCENARIOS` of them, which
+    overstates the variance when cells rise and fall together with the scenario, as they
+    do). One scenario's difference varies at least as two scenario values' rounding does
+    (the floor). The horizon's variance is the same scenario part at every run's weights.
     """
     e = estimates
     auto = _imputed(judged)
