@@ -30,6 +30,9 @@ __all__ = [
 _Float = npt.NDArray[np.float64]
 _Int = npt.NDArray[np.intp]
 _Bool = npt.NDArray[np.bool_]
+VOLATILE_QUANTILE = 0.9
+"""A pair's own variance past this quantile of the F distribution times its leaderboard's
+pooled one marks it volatile: it is read at its own (`Difference.pooled_with`)."""
 MIN_COVARIANCE_SCENARIOS = 3
 """Scenarios both cells must have human scores on before their covariance is estimated."""
 
@@ -78,21 +81,22 @@ class Difference:
         return out
 
     def pooled_with(self, pool: PairPool, pools: _Int) -> Difference:
-        """The same pairs with each one's unit variance at least its leaderboard's pooled
-        one (``pools``: each pair's pool): where the pool's is the larger, its degrees of
-        freedom too, and the scenario parts scaled to it (see `pool_pairs`)."""
+        """The same pairs read at their leaderboard's pooled variance (``pools``: each pair's
+        pool), with its degrees of freedom and the scenario parts scaled to it, except a pair
+        whose own variance is larger than the pool's by more than `VOLATILE_QUANTILE` of an
+        F test: it keeps its own (see `pool_pairs`)."""
         from scipy.special import fdtri
 
         pooled = pool.unit_variance[pools]
         with np.errstate(invalid="ignore"):
-            steady = self.unit_variance <= pooled * fdtri(self.scenario_df, pool.df[pools], 0.9)
-        larger = np.isfinite(pooled) & steady
+            bound = pooled * fdtri(self.scenario_df, pool.df[pools], VOLATILE_QUANTILE)
+        steady = np.isfinite(pooled) & (self.unit_variance <= bound)
         with np.errstate(invalid="ignore", divide="ignore"):
-            scale = np.where(larger, pooled / self.unit_variance, 1.0)
+            scale = np.where(steady, pooled / self.unit_variance, 1.0)
         return replace(
             self,
             scenario_variance=self.scenario_variance * scale,
-            scenario_df=np.where(larger, pool.df[pools], self.scenario_df),
+            scenario_df=np.where(steady, pool.df[pools], self.scenario_df),
             unit_variance=self.unit_variance * scale,
             horizon_variance=self.horizon_variance * scale,
         )
@@ -192,8 +196,9 @@ def pool_pairs(judged: Judged, sample: Sample, estimates: Estimates, cells: _Boo
     of cell × scenario pools its interaction: the mean over the C(C − 1)/2 pairs of their
     variances is twice its mean square, whose (C − 1)(S − 1) degrees of freedom are 2 / C
     times theirs added up. Cells of one leaderboard are judged by the same people on the
-    same scenarios; a pair whose own variance is larger keeps it (`Difference.pooled_with`),
-    so a volatile cell is never compared at the others' steadiness."""
+    same scenarios; a pair whose own variance is significantly larger keeps it
+    (`Difference.pooled_with`), so a volatile cell is never compared at the others'
+    steadiness."""
     pools = judged.n_pools
     members = np.flatnonzero(cells)
     order = members[np.argsort(judged.pool[members], kind="stable")]
