@@ -13,7 +13,7 @@ import pytest
 
 from support.online_worlds import PROMPTS, OnlineWorld, source
 from tipbench._errors import ConfigError
-from tipbench.online import SourceRun, compare_sources, online_tier
+from tipbench.online import PAIRED_SOURCES, SourceRun, compare_sources, online_tier
 
 BEST, MIDDLE, WORST = source("v2-mentor"), source("v3-few-shot"), source("v1")
 
@@ -50,6 +50,30 @@ def test_the_leader_is_compared_paired_and_the_worst_is_behind() -> None:
     assert worst.vs_leader is not None and worst.vs_leader.high < 0
     document = tier.to_dict()
     assert document["rows"][0]["source"] == BEST and document["estimator"] == "dr"
+
+
+def test_the_leaders_comparisons_read_once_or_twice_are_the_pairs_own() -> None:
+    """Three sources are all paired in the one reading; six (each tip its own prompt) are more
+    than `PAIRED_SOURCES`, and the leader's comparisons read the log again: either way each
+    is `compare_sources`' own figure for the pair."""
+    three = OnlineWorld().log(8, 2000)
+    six = [dict(row) for row in OnlineWorld().log(9, 2000)]
+    for row in six:
+        row["candidates"] = [
+            {**c, "source": {**c["source"], "prompt_version": f"p{c['tip_id']}"}}
+            for c in row["candidates"]
+        ]
+    assert PAIRED_SOURCES < 6
+    for log in (three, six):
+        tier = online_tier(log)
+        leader = tier.leader
+        assert leader is not None and len(tier.rows) in (3, 6)
+        for row in tier.rows[1:]:
+            own = compare_sources(log, row.source, leader.source).difference
+            assert row.vs_leader is not None and own is not None
+            assert (row.vs_leader.value, row.vs_leader.low, row.vs_leader.high) == pytest.approx(
+                (own.value, own.low, own.high), abs=1e-12
+            )
 
 
 def test_paired_comparisons_cover_the_true_difference() -> None:

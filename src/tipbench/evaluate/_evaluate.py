@@ -224,7 +224,9 @@ def evaluate(
     one), and `also` these, on the log: one `Traffic`, or its chunks (`traffic_chunks`) read
     once in order; `live` defaults to the policy of the latest `/serve` decision. Each of
     `contrasts` (name → (A, B), two targets of the log) is estimated as A − B on the decisions
-    where both are known (`estimate_contrast`).
+    where both are known (`estimate_contrast`); the mapping is read at every chunk, so a
+    caller that makes the chunks' targets may add the contrast of two targets when the later
+    of them first appears (none of their shared decisions is missed).
 
     Raises:
         ConfigError: an unknown policy; a contrast with one target on both sides; a bad row of
@@ -233,12 +235,13 @@ def evaluate(
     asked = list(dict.fromkeys([*(policies or ()), *also]))
     for name in asked:
         policy_spec(name)
-    for name, (a, b) in (contrasts or {}).items():
+    contrasts = {} if contrasts is None else contrasts
+    for name, (a, b) in contrasts.items():
         if a == b:
             raise ConfigError(f"contrast {name!r}: {a!r} is on both sides of the comparison")
     replayers = {name: Replayer(name, settings.get(name) if settings else None) for name in asked}
     wanted = None if policies is None else asked
-    reading = _Reading(wanted, live, clip, replayers, dict(contrasts or {}))
+    reading = _Reading(wanted, live, clip, replayers, contrasts)
     chunks = iter([traffic] if isinstance(traffic, Traffic) else traffic)
     while (chunk := next(chunks, None)) is not None:
         reading.add(chunk)
@@ -276,12 +279,12 @@ def _report(
         if live and name != live and found.status == "estimated" and models is not None:
             n, difference = paired_difference(sums, models, version, live)
             comparisons.append(Comparison(name, live, n, difference))
-    contrasts = tuple(
+    estimated = tuple(
         estimate_contrast(
             name, reading.sums(reading.contrasted, name), models, version,
             min_decisions=min_decisions,
         )
-        for name in reading.contrasts
+        for name in list(reading.contrasts)
     )  # fmt: skip
     return EvaluationReport(
         decisions=reading.decisions,
@@ -293,5 +296,5 @@ def _report(
         score_left_out=reading.score_left_out,
         clip=reading.clip,
         floor=reading.floor if math.isfinite(reading.floor) else math.nan,
-        contrasts=contrasts,
+        contrasts=estimated,
     )

@@ -34,6 +34,7 @@ from tipbench.online._runs import TrackedRuns
 from tipbench.online._sources import SourceRun, SourceTargets, key_of
 from tipbench.online._tier import (
     ESTIMATOR,
+    PAIRED_SOURCES,
     DecisionLog,
     OnlineRow,
     OnlineStatus,
@@ -49,6 +50,7 @@ __all__ = [
     "DRAWS",
     "ESTIMATOR",
     "MIN_SOURCES",
+    "PAIRED_SOURCES",
     "Agreement",
     "CriterionAgreement",
     "DecisionLog",

@@ -60,14 +60,23 @@ def key_of(fields: SourceFields) -> str:
     return source_key(fields.get("model"), fields.get("prompt_version"))
 
 
+def pair_name(a: str, b: str) -> str:
+    """The name of the contrast `a` − `b`."""
+    return f"{a} − {b}"
+
+
 @dataclass
 class SourceTargets:
     """Adds each source's target to chunks of traffic (`__call__`), counting what it sees.
 
-    `only`: the sources to make targets of (None: every source met).
+    `only`: the sources to make targets of (None: every source met). `paired`: while at most
+    that many sources have been met, each new one's contrast with every earlier one is added
+    to `pairs` (as evaluate reads them, chunk by chunk) before its first chunk is handed on.
     """
 
     only: Collection[str] | None = None
+    paired: int = 0
+    pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
     counts: dict[str, SourceCounts] = field(default_factory=dict)
     runs: dict[str, SourceRun] = field(default_factory=dict)
     _keys: dict[tuple[Any, Any], str] = field(default_factory=dict)
@@ -79,6 +88,8 @@ class SourceTargets:
         for code, name in enumerate(names):
             mine = codes == code
             present = mine.any(axis=1)
+            if name not in self.counts and len(self.counts) < self.paired:
+                self.pairs |= {pair_name(name, other): (name, other) for other in self.counts}
             counts = self.counts.setdefault(name, SourceCounts())
             counts.offered += int(present.sum())
             served = shown == code
