@@ -52,19 +52,19 @@ import _baseline_llamacpp
 from _arms import tipbench_command
 from _cpu import CpuMeter, Timed, run_timed
 from _report import best_ratio, median_ratio, spread
-from tipbench.backends import BackendOptions, GenerationRequest, ModelSpec, open_backend
-from tipbench.backends._llamacpp import LlamaCppBackend
-from tipbench.collect import DEFAULT_PROMPTS
-from tipbench.judge import DEFAULT_JUDGE_MODEL, fetch_candidates, judge_messages
-from tipbench.judge._auto import JUDGE_N_CTX
-from tipbench.judge._auto_requests import (
+from tipbench.auto_judge import DEFAULT_JUDGE_MODEL, judge_messages
+from tipbench.auto_judge._judge import JUDGE_N_CTX
+from tipbench.auto_judge._requests import (
     JUDGE_SEED,
     JUDGE_TEMPERATURE,
     judge_request,
     judging_order,
 )
+from tipbench.backends import BackendOptions, GenerationRequest, ModelSpec, open_backend
+from tipbench.backends._llamacpp import LlamaCppBackend
+from tipbench.collect import DEFAULT_PROMPTS
 from tipbench.suite import SCORE_NAMES, levels, load_suite
-from tipbench.tracking import AUTO_ANSWERS_FILE, TrackingStore
+from tipbench.tracking import AUTO_ANSWERS_FILE, TrackingStore, fetch_candidates
 
 TARGET = 1.10
 #: (b)'s candidates per second over the wall clock before issue 46 (best round, idle 2-core

@@ -45,7 +45,7 @@ import judged_store
 from _report import best_ratio, median_ratio
 from tipbench.cli import cli
 from tipbench.compare import build_leaderboard, log_leaderboard, plot_leaderboards, table
-from tipbench.judge import apply_judge_file, export_pending
+from tipbench.human_tier import apply_judge_file, export_pending
 from tipbench.tracking import JUDGEABLE_RUNS, TrackingStore
 
 TARGET = 1.1

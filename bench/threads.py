@@ -45,8 +45,7 @@ from pathlib import Path
 from _arms import prepared_home, tipbench_command
 from _cpu import CpuMeter, Timed, run_timed
 from tipbench.backends._threads import THREADS_ENV, cpus_of_this_process
-from tipbench.judge import fetch_candidates
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import TrackingStore, fetch_candidates
 
 EXPERIMENT = "tip-bench-threads"
 TARGETS = {"idle": 0.95, "busy": 0.90}

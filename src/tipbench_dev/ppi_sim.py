@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.judging import (
+from tipbench.human_tier import (
     Queues,
     human_decision,
     next_units,

@@ -30,8 +30,8 @@ from statistics import fmean
 import numpy as np
 import numpy.typing as npt
 
+from tipbench.auto_judge import JudgeCalibration
 from tipbench.compare import build_leaderboard
-from tipbench.judge import JudgeCalibration
 from tipbench.optimize import IterationSummary, Program, shortlist, split_scenarios
 from tipbench.promote import DEFAULT_MARGIN_POINTS, ProductionPrompt, decide
 from tipbench.suite import CRITERIA, FLAGS, Scenario

@@ -13,9 +13,8 @@ from mlflow import MlflowClient
 
 from support.servers import TipbenchServer
 from support.stop_experiment import human_scores, write_stop_experiment
-from tipbench.judge import record_scores
-from tipbench.judging import judging_state, next_run
-from tipbench.tracking import TrackingStore
+from tipbench.human_tier import judging_state, next_run
+from tipbench.tracking import TrackingStore, record_scores
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, Page, expect
@@ -100,6 +99,10 @@ def test_the_page_says_the_leader_is_decided_and_the_judge_can_stop(
         "judgments expected."
     )
     expect(page.locator("#candidate-position")).to_have_text("1 of 2")
+    # Said before anyone judges (issue 43): what the gate can find on these scenarios.
+    expect(page.locator("#judging-detectable")).to_contain_text(
+        re.compile(r"^\d+ scenarios: the gate can detect a gap of about \d+\.\d composite points")
+    )
     shot(page, "judge-order-start")
 
     score_the_run(page, store, experiment)

@@ -28,8 +28,7 @@ from support.cells import record_cells
 from support.judged_runs import AUTO_JUDGE, uniform
 from support.servers import TipbenchServer
 from tipbench.collect import CollectConfig, CollectResult, collect
-from tipbench.judge import record_scores
-from tipbench.tracking import CANDIDATES_FILE
+from tipbench.tracking import CANDIDATES_FILE, record_scores
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, expect

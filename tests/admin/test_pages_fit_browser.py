@@ -19,9 +19,8 @@ from support.cells import record_cells
 from support.judged_runs import JudgedCell, write_cells
 from support.servers import TipbenchServer
 from tipbench.compare import STANDINGS
-from tipbench.judge import record_scores
-from tipbench.judging import judging_state, next_run
-from tipbench.tracking import Scores, TrackingStore
+from tipbench.human_tier import judging_state, next_run
+from tipbench.tracking import Scores, TrackingStore, record_scores
 
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, Locator, Page, Route, expect

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from tipbench.judge import (
+from tipbench.auto_judge import (
     Agreement,
     agreement,
     krippendorff_alpha_ordinal,

@@ -12,11 +12,10 @@ from sklearn.metrics import cohen_kappa_score
 
 from support.cells import record_cells
 from support.cli import tipbench
-from tipbench.judge import Scores, agreement, calibration_figures, constant_side_note
-from tipbench.judge._agreement_notes import Side, same_rules_note
-from tipbench.judge._record import record_scores
+from tipbench.auto_judge import agreement, calibration_figures, constant_side_note
+from tipbench.auto_judge._agreement_notes import Side, same_rules_note
 from tipbench.suite import CRITERION_LEVELS, FLAG_LEVELS
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import Scores, TrackingStore, record_scores
 
 # The case: a judge that answers 1 to everything beside a human who mostly gives 1.
 HUMAN = [1, 1, 1, 1, 1, 1, 1, 2]

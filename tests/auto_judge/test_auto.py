@@ -23,24 +23,22 @@ from support.cli import assert_one_line_error, tipbench
 from support.judged_runs import AUTO_JUDGE, JudgedCell, uniform, write_cells
 from support.ollama_server import GARBAGE, FakeOllama, ModelEntry
 from tipbench import ConfigError, ModelTooLarge
+from tipbench.auto_judge import (
+    AutoJudgeConfig,
+    AutoJudgeResult,
+    auto_judge,
+    parse_scores,
+    score_schema,
+)
+from tipbench.auto_judge._flags import constant_score_warnings
+from tipbench.auto_judge._prompt import JudgeAnswer
 from tipbench.backends import GenerationRequest, RetryPolicy
 from tipbench.backends._llamacpp import LlamaCppBackend
 from tipbench.backends._threads import THREADS_ENV
 from tipbench.cli import cli
 from tipbench.collect import CollectConfig, collect
-from tipbench.judge import (
-    AutoJudgeConfig,
-    AutoJudgeResult,
-    Scores,
-    auto_judge,
-    parse_scores,
-    score_schema,
-)
-from tipbench.judge._auto_flags import constant_score_warnings
-from tipbench.judge._auto_prompt import JudgeAnswer
-from tipbench.judge._record import record_scores
 from tipbench.suite import load_suite
-from tipbench.tracking import AUTO_ANSWERS_FILE, CELL_RUNS, TrackingStore
+from tipbench.tracking import AUTO_ANSWERS_FILE, CELL_RUNS, Scores, TrackingStore, record_scores
 
 WRITER, JUDGE, BIG = "qwen2.5:0.5b", "gemma3:1b", "llama3.1:8b"
 MODELS = {

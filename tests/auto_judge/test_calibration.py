@@ -16,18 +16,17 @@ from mlflow import MlflowClient
 
 from support.calibrations import FakeJudge, calibrate_fake, log_fake_calibration
 from tipbench import SuiteError, TrackingError
-from tipbench.cli._judge_calibrate import show_calibration
-from tipbench.judge import (
+from tipbench.auto_judge import (
     CALIBRATION_EXPERIMENT,
     FLAGS_NOTE,
-    Scores,
     calibrate,
     calibration_figures,
     judge_calibration,
     log_calibration,
 )
+from tipbench.cli._judge_calibrate import show_calibration
 from tipbench.suite import CRITERIA, SCORE_NAMES, bundled_suite_path, load_suite
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import Scores, TrackingStore
 
 JUDGE = "openai:fake-judge"
 

@@ -21,11 +21,11 @@ import pytest
 
 from support.ollama_server import FakeOllama, ModelEntry
 from tipbench._progress_events import ModelLoading, StepDone, TotalKnown, read_event
+from tipbench.auto_judge import judge_messages, parse_scores, score_schema
+from tipbench.auto_judge._judge import JUDGE_N_CTX
+from tipbench.auto_judge._requests import judge_request, judging_order
 from tipbench.backends import BackendOptions, GenerationRequest, ModelSpec, open_backend
 from tipbench.collect import CollectConfig, collect
-from tipbench.judge import judge_messages, parse_scores, score_schema
-from tipbench.judge._auto import JUDGE_N_CTX
-from tipbench.judge._auto_requests import judge_request, judging_order
 from tipbench.suite import CRITERIA, SCORE_NAMES, levels, load_suite
 from tipbench.tracking import CellRun
 

@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 
 from support.cells import record_cells
 from tipbench import ConfigError, ModelTooLarge
-from tipbench.judge import parse_scores, scorer
+from tipbench.auto_judge import parse_scores, scorer
 
 EMBEDDED = "llamacpp:smollm2-135m"
 

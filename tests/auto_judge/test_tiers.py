@@ -11,9 +11,9 @@ from sklearn.metrics import cohen_kappa_score
 
 from support.cells import record_cells
 from support.cli import tipbench
-from tipbench.judge import Scores, apply_judge_file, export_disagreements
-from tipbench.judge._record import record_scores
-from tipbench.tracking import TrackingStore
+from tipbench.auto_judge import export_disagreements
+from tipbench.human_tier import apply_judge_file
+from tipbench.tracking import Scores, TrackingStore, record_scores
 
 # Per run: (human, auto) scores of its two candidates.
 HUMAN = [(4, 3, 5, 1, 0), (2, 2, 3, 1, 0), (5, 4, 4, 1, 0), (1, 2, 2, 0, 1)]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tipbench import BackendError, GenerationFailed, ModelNotFound, ModelTooLarge
+from tipbench.auto_judge import score_schema
 from tipbench.backends import (
     Backend,
     BackendOptions,
@@ -34,7 +35,6 @@ from tipbench.backends._threads import (
 )
 from tipbench.backends._warmed import WARMED
 from tipbench.collect import AnswerDone, parse_tips, tips_schema
-from tipbench.judge import score_schema
 from tipbench.suite import load_suite
 
 SMOLLM2 = ModelSpec.parse("llamacpp:smollm2-135m")

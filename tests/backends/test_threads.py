@@ -3,7 +3,7 @@
 The choice is a function of readings (the cores this process may use, what other processes
 take of them, what other tipbench models claim), checked here on fake /proc folders and
 claims; the real model's tests check that the count reaches llama.cpp, is recorded with the
-runs (`tests/collect/test_collect_embedded.py`, `tests/judge/test_auto.py`) and leaves the
+runs (`tests/collect/test_collect_embedded.py`, `tests/auto_judge/test_auto.py`) and leaves the
 answers as they are.
 """
 

@@ -19,15 +19,14 @@ from tipbench.compare import (
     leaderboard_document,
     leaderboards_for,
 )
-from tipbench.judge import record_scores
-from tipbench.judging import (
+from tipbench.human_tier import (
     JudgingOrder,
     combined_state,
     current_order,
     ensure_order,
     serving_order,
 )
-from tipbench.tracking import CellRun, TrackingStore, metric_name
+from tipbench.tracking import CellRun, TrackingStore, metric_name, record_scores
 
 MODEL = "ollama:m"
 HUMAN = {  # the composites a human would give every run (hidden until scored)

@@ -24,7 +24,7 @@ from tipbench.compare import (
     refresh_logged_leaderboard,
 )
 from tipbench.compare import _log as compare_log
-from tipbench.judge import apply_judge_file, export_pending
+from tipbench.human_tier import apply_judge_file, export_pending
 from tipbench.tracking import KIND_TAG, TrackingStore
 
 

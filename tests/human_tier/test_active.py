@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench.judging import Queues, next_units, queue_clocks, queue_inclusion, snapshot
+from tipbench.human_tier import Queues, next_units, queue_clocks, queue_inclusion, snapshot
 from tipbench_dev.ppi_sim import World, simulate, with_human
 
 

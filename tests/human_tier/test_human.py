@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 from support.cells import record_cells
 from support.cli import assert_one_line_error, tipbench
 from tipbench import ConfigError
-from tipbench.judge import apply_judge_file, export_pending, json_schema
+from tipbench.human_tier import apply_judge_file, export_pending, json_schema
 from tipbench.tracking import TrackingStore
 
 SCHEMA_FILE = Path(__file__).parents[2] / "schemas" / "judge-file.schema.json"

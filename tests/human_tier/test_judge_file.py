@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 
 from support.cells import FIVE_TIPS, record_cells
 from tipbench import ConfigError
-from tipbench.judge import JudgeFileError, apply_judge_file, export_pending
+from tipbench.human_tier import JudgeFileError, apply_judge_file, export_pending
 from tipbench.tracking import TrackingStore
 
 

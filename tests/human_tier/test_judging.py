@@ -12,8 +12,7 @@ from click.testing import CliRunner
 
 from support.judged_runs import JudgedCell, scores, write_cells
 from tipbench.cli import cli
-from tipbench.judge import record_scores
-from tipbench.judging import (
+from tipbench.human_tier import (
     current_order,
     judging_state,
     judging_status,
@@ -21,7 +20,7 @@ from tipbench.judging import (
     score_floor,
     serving_order,
 )
-from tipbench.tracking import CellRun, Scores, TrackingStore
+from tipbench.tracking import CellRun, Scores, TrackingStore, record_scores
 
 MODEL = "ollama:m"
 HIGH = scores((5, 5, 4, 1, 0), (5, 4, 5, 1, 0))  # composite 15.5

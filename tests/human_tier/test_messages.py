@@ -11,8 +11,7 @@ from typing import Any
 
 from support.cells import record_cells
 from support.cli import assert_one_line_error, tipbench
-from tipbench.judge import Scores, record_scores
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import Scores, TrackingStore, record_scores
 
 
 def judge(uri: str, experiment: str, *args: str) -> subprocess.CompletedProcess[str]:

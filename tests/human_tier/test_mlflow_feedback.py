@@ -19,7 +19,7 @@ from support.cells import record_cells
 from support.cli import assert_one_line_error, tipbench
 from support.servers import MlflowServer
 from tipbench._errors import ConfigError
-from tipbench.judge import (
+from tipbench.human_tier import (
     Item,
     JudgeFile,
     JudgeFileError,
@@ -28,7 +28,7 @@ from tipbench.judge import (
     apply_mlflow_feedback,
     export_pending,
 )
-from tipbench.judge._file import Candidate, CandidateScores
+from tipbench.human_tier._file import Candidate, CandidateScores
 from tipbench.tracking import TrackingStore
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tipbench.judging import DetectableGap
+from tipbench.human_tier import DetectableGap
 from tipbench.stats import differences, estimate, half_width, smallest_gap
 from tipbench_dev.ppi_sim import (
     JUDGES,

@@ -13,16 +13,9 @@ from mlflow import MlflowClient
 
 from support.cells import FIVE_TIPS, record_cells
 from support.cli import tipbench
-from tipbench.judge import (
-    JudgeFile,
-    Scores,
-    apply_judge_file,
-    apply_judgements,
-    export_disagreements,
-    export_pending,
-    record_scores,
-)
-from tipbench.tracking import SOURCE_PAGE, TrackingStore
+from tipbench.auto_judge import export_disagreements
+from tipbench.human_tier import JudgeFile, apply_judge_file, apply_judgements, export_pending
+from tipbench.tracking import SOURCE_PAGE, Scores, TrackingStore, record_scores
 
 WHEN = r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tipbench.judging import JudgingOrder, combined_state, next_run, serving_order
+from tipbench.human_tier import JudgingOrder, combined_state, next_run, serving_order
 from tipbench.tracking import PARENT_RUN_TAG, CellRun, metric_name
 
 MODEL = "ollama:m"

@@ -14,7 +14,7 @@ from mlflow.entities import AssessmentSource
 from support.ollama_server import FakeOllama
 from support.scripted_world import MORNING, REFLECTION, TRAINING, Heard, reflection, said, settings
 from tipbench.collect import collect
-from tipbench.judge import apply_mlflow_feedback
+from tipbench.human_tier import apply_mlflow_feedback
 from tipbench.optimize import optimize
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore

@@ -19,7 +19,7 @@ from support.cli import assert_one_line_error, tipbench
 from support.openai_server import ScriptedOpenAI
 from support.scripted_world import TRAINING, judge_model, rule_reflection, task_model
 from tipbench.admin._optimize_jobs import OptimizationJobRequest
-from tipbench.judge import AutoJudgeConfig
+from tipbench.auto_judge import AutoJudgeConfig
 from tipbench.optimize import OptimizeConfig
 from tipbench.orchestration._optimize_phases import OptimizeConf, heldout_conf
 

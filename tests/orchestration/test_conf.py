@@ -116,7 +116,7 @@ def test_the_dag_module_parses_without_heavy_imports() -> None:
     """Airflow re-parses DAG files often: no MLflow, numpy, llama.cpp or web stack there."""
     code = (
         "import sys; import tipbench.orchestration.dags as d; "
-        "heavy = [m for m in ('mlflow', 'numpy', 'llama_cpp', 'matplotlib', 'tipbench.judge',"
+        "heavy = [m for m in ('mlflow', 'numpy', 'llama_cpp', 'matplotlib', 'tipbench.auto_judge',"
         " 'tipbench.compare', 'tipbench.admin._app') if m in sys.modules]; "
         "print(d.bench_collect.dag_id, d.bench_judged.dag_id, heavy)"
     )

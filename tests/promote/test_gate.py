@@ -8,8 +8,8 @@ from typing import Literal
 import pytest
 
 from support.judged_runs import uniform
+from tipbench.auto_judge import JudgeCalibration
 from tipbench.compare import Leaderboard, build_leaderboard
-from tipbench.judge import JudgeCalibration
 from tipbench.promote import DEFAULT_MARGIN_POINTS, ProductionPrompt, decide
 from tipbench.suite import load_suite
 from tipbench.tracking import CellRun, run_metrics

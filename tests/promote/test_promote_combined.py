@@ -9,11 +9,10 @@ from mlflow import MlflowClient
 
 from support.cli import tipbench
 from support.judged_runs import JudgedCell, scores, write_cells
-from tipbench.judge import record_scores
-from tipbench.judging import ensure_order
+from tipbench.human_tier import ensure_order
 from tipbench.promote import promote_prompt
 from tipbench.suite import load_suite
-from tipbench.tracking import TrackingStore
+from tipbench.tracking import TrackingStore, record_scores
 
 MODEL = "ollama:qwen2.5:1.5b"
 SCENARIOS = [s.id for s in load_suite().scenarios]  # 8

@@ -1,7 +1,7 @@
 """Confidence sequences up to the experiment's horizon (issue 43, item 2).
 
 Their behaviour in the product's judging loop, under peeking, is in
-`tests/judging/test_simulations.py`; here the boundary itself."""
+`tests/human_tier/test_simulations.py`; here the boundary itself."""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
 """Small fake judges for calibration: one that echoes the agreed scores, one that answers
 a constant. They stand in for a model behind the backend interface, so `calibrate` runs
 its real prompt, parsing, figures and MLflow record (the real model is tested in
-tests/judge/test_calibration.py)."""
+tests/auto_judge/test_calibration.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import Literal
 
+from tipbench.auto_judge import Calibration, calibrate, log_calibration
 from tipbench.backends import (
     Backend,
     BackendOptions,
@@ -16,7 +17,6 @@ from tipbench.backends import (
     ModelInfo,
     ModelSpec,
 )
-from tipbench.judge import Calibration, calibrate, log_calibration
 from tipbench.suite import load_suite
 from tipbench.tracking import TrackingStore
 

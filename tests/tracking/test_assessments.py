@@ -16,8 +16,9 @@ from mlflow.entities import Feedback, Trace
 
 from support.cells import record_cells
 from support.ollama_server import FakeOllama, ModelEntry
+from tipbench.auto_judge import AutoJudgeConfig, auto_judge
 from tipbench.backends import RetryPolicy
-from tipbench.judge import AutoJudgeConfig, apply_judge_file, auto_judge, export_pending
+from tipbench.human_tier import apply_judge_file, export_pending
 from tipbench.tracking import TrackingStore
 
 JUDGE = "gemma3:1b"

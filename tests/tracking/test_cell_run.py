@@ -9,7 +9,6 @@ import pytest
 from pydantic import ValidationError
 
 from support.cells import record_cells
-from tipbench.judge import record_scores
 from tipbench.suite import load_suite
 from tipbench.tracking import (
     CANDIDATES_FILE,
@@ -17,6 +16,7 @@ from tipbench.tracking import (
     Scores,
     TrackingStore,
     cell_filter,
+    record_scores,
 )
 
 TIPS = ("Start the lab report intro now.", "Email Dr. Ruiz before noon.")

@@ -15,20 +15,22 @@ from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
 from tipbench.admin._deps import ExperimentName, Store
-from tipbench.judge import (
+from tipbench.human_tier import (
     Item,
     JudgeFile,
+    JudgingStatus,
     RubricRef,
     apply_judgements,
     experiment_seed,
-    fetch_candidates,
     item_numbers,
     judge_file_for,
+    judging_state,
+    judging_status,
+    next_run,
 )
-from tipbench.judging import JudgingStatus, judging_state, judging_status, next_run
 from tipbench.orchestration import announce_judged
 from tipbench.pipeline import scores_written
-from tipbench.tracking import SOURCE_PAGE
+from tipbench.tracking import SOURCE_PAGE, fetch_candidates
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/bench/judging", tags=["judging"])

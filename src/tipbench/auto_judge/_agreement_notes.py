@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from tipbench.judge._agreement import Agreement
+from tipbench.auto_judge._agreement import Agreement
 from tipbench.suite import CRITERIA, FLAGS
 
 __all__ = [

@@ -22,6 +22,10 @@ from typing import Any
 
 from tipbench._errors import ConfigError
 from tipbench._phase import PhaseConfig, SilentProgress
+from tipbench.auto_judge._agreement import quadratic_weighted_kappa
+from tipbench.auto_judge._agreement_notes import FIGURE_SCALES, Side, constant_side_note
+from tipbench.auto_judge._judge import JUDGE_N_CTX, AutoJudgeProgress, CandidateJudge
+from tipbench.auto_judge._verdict import RawAnswer
 from tipbench.backends import (
     Backend,
     ModelSpec,
@@ -30,11 +34,6 @@ from tipbench.backends import (
     open_backend,
     resident,
 )
-from tipbench.judge._agreement import quadratic_weighted_kappa
-from tipbench.judge._agreement_notes import FIGURE_SCALES, Side, constant_side_note
-from tipbench.judge._auto import JUDGE_N_CTX, AutoJudgeProgress, CandidateJudge
-from tipbench.judge._auto_verdict import RawAnswer
-from tipbench.judge._candidates import CellCandidates
 from tipbench.stats import json_number
 from tipbench.suite import (
     CRITERIA,
@@ -45,7 +44,7 @@ from tipbench.suite import (
     levels,
     load_suite,
 )
-from tipbench.tracking import RecordedCandidate, Scores
+from tipbench.tracking import CellCandidates, RecordedCandidate, Scores
 
 #: The κ every 1-5 criterion needs for the automatic tier to count (substantial agreement).
 DEFAULT_MIN_KAPPA = 0.6

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tipbench._errors import SuiteError, TipbenchError
-from tipbench.judge._calibration import DEFAULT_MIN_KAPPA, Calibration, passes
+from tipbench.auto_judge._calibration import DEFAULT_MIN_KAPPA, Calibration, passes
 from tipbench.stats import json_number
 from tipbench.suite import CRITERIA, SCORE_NAMES, load_suite
 from tipbench.tracking import KIND_TAG, CellRun, RunRecord, TrackingStore, record_run

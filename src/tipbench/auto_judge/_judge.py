@@ -24,6 +24,17 @@ from pydantic import field_validator
 
 from tipbench._errors import BackendError, ConfigError, TrackingError, UnusableOutput
 from tipbench._phase import PhaseConfig, PhaseResult, SilentProgress
+from tipbench.auto_judge._flags import constant_score_warnings
+from tipbench.auto_judge._prompt import JudgeAnswer, judge_messages, parse_scores
+from tipbench.auto_judge._requests import (
+    JUDGE_SEED,
+    JUDGE_TEMPERATURE,
+    RESAMPLE_TEMPERATURE,
+    judge_request,
+    judging_order,
+    warm_up_request,
+)
+from tipbench.auto_judge._verdict import RawAnswer, Verdict, write_error, write_scores
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
     Backend,
@@ -37,25 +48,15 @@ from tipbench.backends import (
     open_checked,
     resident,
 )
-from tipbench.judge._auto_flags import constant_score_warnings
-from tipbench.judge._auto_prompt import JudgeAnswer, judge_messages, parse_scores
-from tipbench.judge._auto_requests import (
-    JUDGE_SEED,
-    JUDGE_TEMPERATURE,
-    RESAMPLE_TEMPERATURE,
-    judge_request,
-    judging_order,
-    warm_up_request,
-)
-from tipbench.judge._auto_verdict import RawAnswer, Verdict, write_error, write_scores
-from tipbench.judge._candidates import CellCandidates, fetch_candidates
 from tipbench.suite import Rubric, load_suite
 from tipbench.tracking import (
     BackgroundWriter,
+    CellCandidates,
     CellRun,
     RecordedCandidate,
     Scores,
     TrackingStore,
+    fetch_candidates,
     mark_updated,
     short_error,
 )

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tipbench.auto_judge._prompt import score_schema, system_message
 from tipbench.backends import Constraint, GenerationRequest
-from tipbench.judge._auto_prompt import score_schema, system_message
 from tipbench.suite import Message
 from tipbench.tracking import CellRun
 

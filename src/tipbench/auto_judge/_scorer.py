@@ -1,7 +1,7 @@
 """tipbench's rubric judge as an MLflow GenAI scorer, for `mlflow.genai.evaluate`.
 
     import mlflow
-    from tipbench.judge import scorer
+    from tipbench.auto_judge import scorer
 
     traces = mlflow.search_traces(locations=[experiment_id])
     with scorer(judge_model="llamacpp:smollm2-135m") as rubric:
@@ -29,6 +29,7 @@ from pydantic import PrivateAttr
 
 from tipbench._errors import ConfigError
 from tipbench._phase import SilentProgress
+from tipbench.auto_judge._judge import DEFAULT_JUDGE_MODEL, JUDGE_N_CTX, CandidateJudge
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
     Backend,
@@ -39,12 +40,11 @@ from tipbench.backends import (
     call_with_retries,
     open_checked,
 )
-from tipbench.judge._auto import DEFAULT_JUDGE_MODEL, JUDGE_N_CTX, CandidateJudge
-from tipbench.judge._candidates import CellCandidates
 from tipbench.suite import CRITERIA, load_suite
 from tipbench.tracking import (
     CANDIDATE_KEY,
     LLM_JUDGE,
+    CellCandidates,
     RecordedCandidate,
     candidate_span_id,
 )
@@ -129,7 +129,7 @@ class RubricScorer(Scorer):
         with self._lock:
             judge = self._judge
             if judge is None:
-                raise ConfigError("make the scorer with tipbench.judge.scorer(...)")
+                raise ConfigError("make the scorer with tipbench.auto_judge.scorer(...)")
             if not self._loaded:
                 call_with_retries(lambda _: judge.backend.load(), judge.retry)
                 self._loaded = True

@@ -5,19 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipbench.judge._agreement import Agreement, agreement
-from tipbench.judge._agreement_notes import tier_notes
-from tipbench.judge._candidates import fetch_candidates
-from tipbench.judge._carry import Carried, carry_over
-from tipbench.judge._export import (
-    ExportResult,
-    exported,
-    item_numbers,
-    judge_file_for,
-    kept_identity,
-    previous_judge_file,
-)
-from tipbench.judge._file import CandidateScores
+from tipbench.auto_judge._agreement import Agreement, agreement
+from tipbench.auto_judge._agreement_notes import tier_notes
+from tipbench.human_tier import ExportResult, Rescore, export_rescores
 from tipbench.suite import SCORE_NAMES, levels
 from tipbench.tracking import CellRun, Scores, TrackingStore
 
@@ -76,47 +66,13 @@ def export_disagreements(
     reveal: bool = False,
     seed: int | None = None,
 ) -> ExportResult:
-    """Write the candidates whose tiers differ by more than `delta` for a human re-score.
-
-    The file has the judge-file format; each candidate carries both tiers' scores under
-    `previous`, its scores are empty to re-score (flags keep the human's values), and
-    `apply` merges them over the run's other human scores. Blind and shuffled unless
-    `reveal`, like `export_pending`; scores already in the file at `out` are carried over.
+    """Write the candidates whose tiers differ by more than `delta` for a human re-score
+    (`human_tier.export_rescores`: both tiers' scores under `previous`, the scores empty).
 
     Raises:
-        ConfigError: `out` holds scores it cannot carry over (see `previous_judge_file`
-            and `carry_over`).
+        ConfigError: `out` holds scores it cannot carry over (see
+            `human_tier.export_rescores`).
     """
-    previous = previous_judge_file(out, experiment)
     pairs = [p for p in scored_pairs(store, experiment) if p.difference() > delta]
-    by_run: dict[str, list[ScoredPair]] = {}
-    for pair in pairs:
-        by_run.setdefault(pair.run.run_id, []).append(pair)
-    runs = [pairs_of[0].run for pairs_of in by_run.values()]
-    cells = fetch_candidates(store, runs)
-    seed, export_id = kept_identity(previous, reveal, seed)
-    numbers = item_numbers(
-        experiment, store.cell_runs(store.experiment_id(experiment), judgeable=True)
-    )
-    judge_file = judge_file_for(
-        store, experiment, runs, cells, reveal=reveal, seed=seed, export_id=export_id,
-        numbers=numbers,
-    )  # fmt: skip
-    for item in judge_file.items:
-        wanted = {p.candidate_id: p for p in by_run[item.run_id]}
-        item.candidates = [c for c in item.candidates if c.id in wanted]
-        for candidate in item.candidates:
-            pair = wanted[candidate.id]
-            candidate.previous = {
-                "human": CandidateScores.of(pair.human),
-                "auto": CandidateScores.of(pair.auto),
-            }
-            candidate.scores = CandidateScores(
-                format_ok=pair.human.format_ok, overlong=pair.human.overlong
-            )
-    carried = Carried()
-    if previous is not None:  # its scores are re-scores: every one is the judge's own edit
-        by_id = {run.run_id: run for run in runs}
-        carried = carry_over(store, previous, judge_file, by_id, out, merge=False)
-    judge_file.dump(out)
-    return exported(out, judge_file, carried)
+    rescores = [Rescore(p.run, p.candidate_id, p.human, p.auto) for p in pairs]
+    return export_rescores(store, experiment, rescores, out, reveal=reveal, seed=seed)

@@ -12,9 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tipbench.auto_judge._requests import JUDGE_SEED, JUDGE_TEMPERATURE
 from tipbench.backends import StructuredMode
-from tipbench.judge._auto_requests import JUDGE_SEED, JUDGE_TEMPERATURE
-from tipbench.judge._record import record_scores
 from tipbench.tracking import (
     AUTO_ANSWERS_FILE,
     CellRun,
@@ -22,6 +21,7 @@ from tipbench.tracking import (
     Scores,
     WriteJob,
     log_texts,
+    record_scores,
 )
 
 if TYPE_CHECKING:

@@ -14,25 +14,28 @@ from rich.table import Table
 
 from tipbench._errors import ConfigError
 from tipbench._words import counted
-from tipbench.cli import _options as options
-from tipbench.cli._judge_auto import auto_command
-from tipbench.cli._judge_calibrate import calibrate_command
-from tipbench.judge import (
+from tipbench.auto_judge import (
     FIGURE_SCALES,
-    HUMAN_JUDGES_VARIABLE,
-    ApplyResult,
-    ExportResult,
-    FeedbackApplyResult,
     agreement_notes,
-    apply_judge_file,
-    apply_mlflow_feedback,
     export_disagreements,
-    parse_humans,
-    require_humans,
     scored_pairs,
     tier_agreement,
 )
-from tipbench.judging import ORDERS, Order
+from tipbench.cli import _options as options
+from tipbench.cli._judge_auto import auto_command
+from tipbench.cli._judge_calibrate import calibrate_command
+from tipbench.human_tier import (
+    HUMAN_JUDGES_VARIABLE,
+    ORDERS,
+    ApplyResult,
+    ExportResult,
+    FeedbackApplyResult,
+    Order,
+    apply_judge_file,
+    apply_mlflow_feedback,
+    parse_humans,
+    require_humans,
+)
 from tipbench.pipeline import export_in_order
 from tipbench.stats import json_number
 from tipbench.suite import levels, levels_text

@@ -7,9 +7,9 @@ import sys
 import click
 
 from tipbench._redact import redact_uri
+from tipbench.auto_judge import DEFAULT_JUDGE_MODEL, AutoJudgeConfig, AutoJudgeResult, auto_judge
 from tipbench.cli import _options as options
 from tipbench.cli._progress import JudgeProgress
-from tipbench.judge import DEFAULT_JUDGE_MODEL, AutoJudgeConfig, AutoJudgeResult, auto_judge
 from tipbench.tracking import TrackingStore
 
 

@@ -11,9 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tipbench._phase import PhaseConfig
-from tipbench.cli import _options as options
-from tipbench.cli._progress import JudgeProgress
-from tipbench.judge import (
+from tipbench.auto_judge import (
     CALIBRATION_EXPERIMENT,
     DEFAULT_JUDGE_MODEL,
     FLAGS_NOTE,
@@ -22,6 +20,8 @@ from tipbench.judge import (
     calibrate,
     log_calibration,
 )
+from tipbench.cli import _options as options
+from tipbench.cli._progress import JudgeProgress
 from tipbench.suite import CRITERIA, levels_text
 from tipbench.tracking import TrackingStore
 

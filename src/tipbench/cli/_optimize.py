@@ -10,9 +10,9 @@ import click
 from tipbench._progress_events import ProgressEvents
 from tipbench._redact import redact_uri
 from tipbench._words import counted
+from tipbench.auto_judge import DEFAULT_JUDGE_MODEL
 from tipbench.cli import _options as options
 from tipbench.cli._progress import CellProgress, JudgeProgress, _BarProgress
-from tipbench.judge import DEFAULT_JUDGE_MODEL
 from tipbench.optimize import (
     DEFAULT_MINIBATCH,
     DEFAULT_OPTIMIZE_EXPERIMENT,

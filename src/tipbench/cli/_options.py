@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from tipbench.auto_judge import DEFAULT_MIN_KAPPA
 from tipbench.backends import (
     DEFAULT_OLLAMA_URL,
     DEFAULT_OPENAI_BASE_URL,
@@ -15,7 +16,6 @@ from tipbench.backends import (
 )
 from tipbench.collect import DEFAULT_EXPERIMENT
 from tipbench.compare import DEFAULT_MIN_SCENARIOS
-from tipbench.judge import DEFAULT_MIN_KAPPA
 
 # Config fields whose option is not `--` + the field name with dashes.
 _OPTION_OF_FIELD = {

@@ -9,13 +9,13 @@ import click
 
 from tipbench._progress_events import ProgressEvents
 from tipbench._words import counted
+from tipbench.auto_judge import DEFAULT_JUDGE_MODEL
 from tipbench.cli import _options as options
 from tipbench.cli._collect import config_from_options, grid_options
 from tipbench.cli._collect import report as report_collect
 from tipbench.cli._compare import show_leaderboards
 from tipbench.cli._judge_auto import report as report_judge
 from tipbench.cli._progress import CellProgress, JudgeProgress
-from tipbench.judge import DEFAULT_JUDGE_MODEL
 from tipbench.pipeline import run_pipeline
 
 

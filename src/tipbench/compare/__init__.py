@@ -3,7 +3,7 @@
 `leaderboard_for` reads an experiment's judged cell runs in one search and ranks them
 (`build_leaderboard` does the same for runs already in hand; `place` ranks and classifies
 any cells from their paired comparisons, `STANDINGS` says how each class is shown; the
-combined tier reads the judging state of `tipbench.judging`); `render`, `table` and
+combined tier reads the judging state of `tipbench.human_tier`); `render`, `table` and
 `plot_leaderboards` show the result, `leaderboard_view` formats it for the web panel,
 `log_leaderboard` records it in MLflow. The statistics are `tipbench.stats`'.
 """

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from tipbench.auto_judge import DEFAULT_MIN_KAPPA, tier_calibration
 from tipbench.compare._combined import NO_AUTOMATIC_SCORES, build_combined
 from tipbench.compare._leaderboard import (
     COLUMNS,
@@ -31,8 +32,7 @@ from tipbench.compare._leaderboard import (
 )
 from tipbench.compare._paths import model_paths
 from tipbench.compare._standing import Placing, place
-from tipbench.judge import DEFAULT_MIN_KAPPA, tier_calibration
-from tipbench.judging import (
+from tipbench.human_tier import (
     AnytimeLeader,
     anytime_leader,
     current_order,

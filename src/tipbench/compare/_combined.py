@@ -2,7 +2,7 @@
 
 Each cell's mean composite (and each criterion) is the prediction-powered estimate of
 `stats._ppi`: the automatic judge's scores on every run, corrected by the human-judge
-difference on the runs a human scored in the experiment's judging order (`judging`).
+difference on the runs a human scored in the experiment's judging order (`human_tier`).
 Ranks and standings follow from paired comparisons as in the other tiers
 (`compare._standing.place`), here t tests of the paired difference of two estimates; each
 comparison with the leader is also an anytime-valid confidence sequence
@@ -30,7 +30,7 @@ from tipbench.compare._leaderboard import (
     LeaderboardRow,
 )
 from tipbench.compare._standing import Placing, place
-from tipbench.judging import (
+from tipbench.human_tier import (
     AnytimeLeader,
     CombinedState,
     JudgingOrder,

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tipbench.auto_judge import JudgeCalibration
 from tipbench.compare._paths import ModelPaths
 from tipbench.compare._standing import Standing, is_first, rank_text
-from tipbench.judge import JudgeCalibration
-from tipbench.judging import AnytimeLeader, JudgingStatus
+from tipbench.human_tier import AnytimeLeader, JudgingStatus
 from tipbench.stats import (
     ALPHA,
     CONFIDENCE,

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench._words import counted
-from tipbench.judging._detectable import DetectableGap, detectable_gap
+from tipbench.human_tier._detectable import DetectableGap, detectable_gap
 from tipbench.stats import (
     Judged,
     LeaderDecision,

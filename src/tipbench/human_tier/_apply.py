@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tipbench._phase import PhaseResult
-from tipbench.judge._file import (
+from tipbench.human_tier._file import (
     Candidate,
     CandidateScores,
     ItemRef,
@@ -29,8 +29,7 @@ from tipbench.judge._file import (
     validate_judge_file,
     where_item,
 )
-from tipbench.judge._record import clear_draft, record_draft, record_scores
-from tipbench.judge._versions import StaleRun, changed_since
+from tipbench.human_tier._versions import StaleRun, changed_since
 from tipbench.suite import SCORE_NAMES
 from tipbench.tracking import (
     DRAFT_TAG,
@@ -39,6 +38,9 @@ from tipbench.tracking import (
     Draft,
     Scores,
     TrackingStore,
+    clear_draft,
+    record_draft,
+    record_scores,
     short_error,
 )
 

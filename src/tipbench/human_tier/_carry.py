@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tipbench._errors import ConfigError
 from tipbench._words import counted
-from tipbench.judge._file import CandidateScores, Item, JudgeFile, where_item
-from tipbench.judge._versions import StaleRun, changed_since, seen_scores
+from tipbench.human_tier._file import CandidateScores, Item, JudgeFile, where_item
+from tipbench.human_tier._versions import StaleRun, changed_since, seen_scores
 from tipbench.tracking import CellRun, TrackingStore
 
 

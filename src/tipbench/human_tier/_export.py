@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tipbench._errors import ConfigError
-from tipbench.judge._candidates import CellCandidates, fetch_candidates, fetch_rubric
-from tipbench.judge._carry import Carried, carry_over, check_left_out, fresh_path
-from tipbench.judge._file import (
+from tipbench.human_tier._carry import Carried, carry_over, check_left_out, fresh_path
+from tipbench.human_tier._file import (
     Candidate,
     CandidateScores,
     Item,
@@ -31,9 +30,9 @@ from tipbench.judge._file import (
     load_json,
     validate_judge_file,
 )
-from tipbench.judge._mlflow_feedback import feedback_drafts
+from tipbench.human_tier._mlflow_feedback import feedback_drafts
 from tipbench.suite import SCORE_NAMES, content_hash, load_suite
-from tipbench.tracking import CellRun, TrackingStore
+from tipbench.tracking import CellCandidates, CellRun, TrackingStore, fetch_candidates, fetch_rubric
 
 
 @dataclass(frozen=True)

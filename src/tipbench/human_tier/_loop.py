@@ -4,7 +4,7 @@ The judging page, `judge export`, `compare`, the API and the promotion gate read
 experiment through `snapshot` (the usable sample of every cell's queue, the estimates and
 the anytime-valid decision) and serve its next run through `next_units`. Both work on any
 number of leaderboards at once (one λ pool each), so the simulations that prove the
-statistics (`tests/judging/test_simulations.py`, `bench/labels_to_decision.py`) drive this very
+statistics (`tests/human_tier/test_simulations.py`, `bench/labels_to_decision.py`) drive this very
 loop on hundreds of simulated experiments, a label at a time.
 """
 
@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.judging._active import next_cells, queue_inclusion
+from tipbench.human_tier._active import next_cells, queue_inclusion
 from tipbench.stats import Estimates, Judged, LeaderDecision, Sample, decide_leader, estimate
 
 __all__ = ["Queues", "Snapshot", "next_units", "snapshot"]
@@ -27,7 +27,7 @@ _Int = npt.NDArray[np.intp]
 
 @dataclass(frozen=True)
 class Queues:
-    """Every unit's place in the judging order (`judging._order`), as arrays.
+    """Every unit's place in the judging order (`human_tier._order`), as arrays.
 
     Attributes:
         kind: "active" (the cell to serve chosen by the open comparisons) or "uniform"
@@ -37,7 +37,7 @@ class Queues:
             increasing clock.
         stratum: (U,) each unit's stratum, 0 .. H-1 (None: one). Runs collected after the
             judging began form a stratum of their own, with queues of their own, so that a
-            prefix scored before they came stays a prefix (`judging._order`).
+            prefix scored before they came stays a prefix (`human_tier._order`).
     """
 
     kind: Literal["active", "uniform"]

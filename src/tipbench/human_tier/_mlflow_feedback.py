@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from tipbench._errors import ConfigError, TrackingError
-from tipbench.judge._file import (
+from tipbench.human_tier._apply import ApplyResult, apply_judgements
+from tipbench.human_tier._file import (
     Candidate,
     CandidateScores,
     Item,
@@ -43,7 +44,6 @@ from tipbench.judge._file import (
     JudgeFileError,
     RubricRef,
 )
-from tipbench.judge._human import ApplyResult, apply_judgements
 from tipbench.suite import SCORE_NAMES
 from tipbench.tracking import (
     CANDIDATE_KEY,

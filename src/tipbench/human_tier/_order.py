@@ -9,7 +9,7 @@ or the judging page first opened, makes that so:
   rate is 1, or ``1 + uncertainty`` in an active order (the share of its candidates the
   automatic judge had to be asked again, frozen when the order starts);
 - within each cell the runs queue by clock; what counts is each queue's scored prefix
-  (`judging._active.queue_inclusion`);
+  (`human_tier._active.queue_inclusion`);
 - runs a human had scored before the order began stand for themselves (``known``);
 - runs of a collection that came after the order began (collect's parent run, one per
   `tipbench collect`) queue in a **stratum** of their own, one per collection: within a

@@ -1,9 +1,9 @@
 """An experiment's runs as the judging loop sees them: units, sample, estimates, decision.
 
 `combined_state` turns an experiment's judgeable cell runs and its judging order
-(`judging._order`) into the arrays of `stats._ppi` (one unit per run, the composite's
+(`human_tier._order`) into the arrays of `stats._ppi` (one unit per run, the composite's
 human and automatic scores, the runs a human scored before the order as ``known``) and takes
-one `snapshot` of the loop (`judging._loop`). `judging_state` does the same from the
+one `snapshot` of the loop (`human_tier._loop`). `judging_state` does the same from the
 store, starting an order if asked. What the judging page serves, what a judge file lists,
 what the judging status says and the combined tier's leaderboard all read this state.
 """
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.judging._loop import Queues, snapshot
-from tipbench.judging._order import JudgingOrder, Order, current_order, ensure_order
+from tipbench.human_tier._loop import Queues, snapshot
+from tipbench.human_tier._order import JudgingOrder, Order, current_order, ensure_order
 from tipbench.stats import (
     ALPHA,
     Estimates,

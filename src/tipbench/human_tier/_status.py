@@ -22,10 +22,10 @@ import numpy as np
 import numpy.typing as npt
 
 from tipbench._words import counted
-from tipbench.judging._active import inclusion_by_turn
-from tipbench.judging._anytime import cannot_decide
-from tipbench.judging._detectable import detectable_gap
-from tipbench.judging._loop import Snapshot, next_units
+from tipbench.human_tier._active import inclusion_by_turn
+from tipbench.human_tier._anytime import cannot_decide
+from tipbench.human_tier._detectable import detectable_gap
+from tipbench.human_tier._loop import Snapshot, next_units
 from tipbench.stats import (
     ALPHA,
     Difference,
@@ -36,7 +36,7 @@ from tipbench.stats import (
 )
 
 if TYPE_CHECKING:
-    from tipbench.judging._state import CombinedState
+    from tipbench.human_tier._state import CombinedState
     from tipbench.tracking import CellRun
 
 __all__ = [

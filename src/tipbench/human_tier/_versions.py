@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tipbench.judge._file import CandidateScores, Item, JudgeFile
+from tipbench.human_tier._file import CandidateScores, Item, JudgeFile
 from tipbench.suite import SCORE_NAMES
 from tipbench.tracking import CellRun, ScoresVersion, TrackingStore, version_scores
 

@@ -19,9 +19,9 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from tipbench._errors import ConfigError
 from tipbench._phase import ExperimentName, PhaseConfig
+from tipbench.auto_judge import DEFAULT_JUDGE_MODEL
 from tipbench.backends import BackendOptions, ModelSpec
 from tipbench.collect import CollectConfig
-from tipbench.judge import DEFAULT_JUDGE_MODEL
 
 DEFAULT_OPTIMIZE_EXPERIMENT = "tip-bench-optimize"
 #: The shortlist's length: how many proposals at most go on to the held-out grid.

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tipbench._words import counted
-from tipbench.judging import DetectableGap
+from tipbench.human_tier import DetectableGap
 from tipbench.optimize._config import OptimizeConfig
 from tipbench.optimize._record import KIND_OPTIMIZATION, SPEED_METRIC
 from tipbench.optimize._split import Split

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from tipbench._phase import SilentProgress
+from tipbench.auto_judge import AutoJudgeConfig, auto_judge
 from tipbench.collect import CellOutcome, collect
-from tipbench.judge import AutoJudgeConfig, auto_judge, fetch_candidates
 from tipbench.optimize._config import OptimizeConfig
 from tipbench.optimize._feedback import ScenarioFeedback, scenario_context, tips_feedback
 from tipbench.suite import PromptVersion
@@ -25,6 +25,7 @@ from tipbench.tracking import (
     CellRun,
     CellTag,
     TrackingStore,
+    fetch_candidates,
     human_comments,
     metric_name,
 )

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tipbench._errors import ConfigError
+from tipbench.auto_judge import AutoJudgeConfig, AutoJudgeProgress, auto_judge
 from tipbench.collect import CollectProgress, collect
-from tipbench.judge import AutoJudgeConfig, AutoJudgeProgress, auto_judge, previous_judge_file
+from tipbench.human_tier import previous_judge_file
 from tipbench.optimize._config import OptimizeConfig
 from tipbench.optimize._record import KIND_OPTIMIZATION
 from tipbench.optimize._split import Split

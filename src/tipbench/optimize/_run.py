@@ -22,9 +22,9 @@ from typing import Protocol
 
 from tipbench._errors import BackendError, ConfigError
 from tipbench._words import counted
+from tipbench.auto_judge import AutoJudgeProgress
 from tipbench.backends import Backend, RetryPolicy, open_checked
 from tipbench.collect import CollectProgress
-from tipbench.judge import AutoJudgeProgress
 from tipbench.optimize._adapter import Proposer, TipbenchAdapter
 from tipbench.optimize._config import ModelRole, OptimizeConfig
 from tipbench.optimize._cost import Cost, estimate, measured_speed

@@ -257,7 +257,7 @@ def _grid(conf: dict[str, Any]) -> CollectConfig:
 
 
 def _judge_model(conf: BenchConf) -> str:
-    from tipbench.judge import DEFAULT_JUDGE_MODEL
+    from tipbench.auto_judge import DEFAULT_JUDGE_MODEL
 
     return conf.judge_model or DEFAULT_JUDGE_MODEL
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tipbench.judge import ExportResult, export_pending
-from tipbench.judging import (
+from tipbench.human_tier import (
+    ExportResult,
     JudgingOrder,
     JudgingStatus,
     Order,
+    export_pending,
     inclusion_at_turn,
     judging_state,
     judging_status,
 )
-from tipbench.judging import serving_order as order_of
+from tipbench.human_tier import serving_order as order_of
 from tipbench.tracking import TrackingStore
 
 

@@ -9,6 +9,14 @@ from pathlib import Path
 from tipbench._errors import TrackingError
 from tipbench._phase import PhaseConfig
 from tipbench._progress_events import Phase
+from tipbench.auto_judge import (
+    DEFAULT_JUDGE_MODEL,
+    AutoJudgeConfig,
+    AutoJudgeProgress,
+    AutoJudgeResult,
+    JudgeCalibration,
+    auto_judge,
+)
 from tipbench.collect import CollectConfig, CollectProgress, CollectResult, collect
 from tipbench.compare import (
     BOARD_TIERS,
@@ -18,17 +26,7 @@ from tipbench.compare import (
     log_leaderboard,
     plot_leaderboards,
 )
-from tipbench.judge import (
-    DEFAULT_JUDGE_MODEL,
-    AutoJudgeConfig,
-    AutoJudgeProgress,
-    AutoJudgeResult,
-    ExportResult,
-    JudgeCalibration,
-    auto_judge,
-    previous_judge_file,
-)
-from tipbench.judging import cannot_decide
+from tipbench.human_tier import ExportResult, cannot_decide, previous_judge_file
 from tipbench.pipeline._export import export_in_order
 from tipbench.stats import ALPHA
 from tipbench.suite import load_suite

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tipbench.compare import Leaderboard, LeaderboardRow
-from tipbench.judging import AnytimeLeader
+from tipbench.human_tier import AnytimeLeader
 from tipbench.promote._registry import ProductionPrompt
 from tipbench.stats import ALPHA, Condition, PairedComparison, json_number, pairs_needed
 

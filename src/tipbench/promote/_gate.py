@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tipbench.compare import Leaderboard, LeaderboardRow
-from tipbench.judging import AnytimeLeader
+from tipbench.human_tier import AnytimeLeader
 from tipbench.promote._combined_gate import CombinedEvidence, combined_usable, decide_combined
 from tipbench.promote._registry import ProductionPrompt
 from tipbench.stats import (

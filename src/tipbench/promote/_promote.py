@@ -8,14 +8,14 @@ from functools import partial
 from pathlib import Path
 
 from tipbench._errors import ConfigError
+from tipbench.auto_judge import DEFAULT_MIN_KAPPA
 from tipbench.compare import (
     DEFAULT_MIN_SCENARIOS,
     combined_board,
     combined_versus,
     leaderboards_for,
 )
-from tipbench.judge import DEFAULT_MIN_KAPPA, TIERS
-from tipbench.judging import judging_state
+from tipbench.human_tier import judging_state
 from tipbench.promote._combined_gate import CombinedEvidence
 from tipbench.promote._gate import DEFAULT_MARGIN_POINTS, Decision, decide
 from tipbench.promote._online import DEFAULT_ONLINE_MARGIN, OnlineEvidence, with_online
@@ -24,6 +24,7 @@ from tipbench.suite import PromptVersion, load_suite
 from tipbench.tracking import (
     DEFAULT_PROMPT_NAME,
     KIND_TAG,
+    TIERS,
     RunRecord,
     TrackingStore,
     record_run,

@@ -2,7 +2,7 @@
 confidence sequences.
 
 Neutral ground: nothing here knows a leaderboard, a policy, MLflow or the rest of tipbench;
-the bench loop (`compare`, `judging`, `promote`) and the policy loop read their figures from
+the bench loop (`compare`, `human_tier`, `promote`) and the policy loop read their figures from
 here. What lives where:
 
 - `ALPHA`, `CONFIDENCE`, `Z`, `Estimate`, `json_number`, `json_numbers` (`_estimate`): the

@@ -1,5 +1,6 @@
-"""Tracking: the MLflow store behind every phase, the layout of a cell run in it, and a writer
-that keeps MLflow off the hot path."""
+"""Tracking: the MLflow store behind every phase, the layout of a cell run in it (what collect
+recorded, read back by both judge tiers; each tier's scores, written with their versions), and
+a writer that keeps MLflow off the hot path."""
 
 from tipbench.tracking._assessments import (
     CANDIDATE_KEY,
@@ -12,6 +13,7 @@ from tipbench.tracking._assessments import (
     log_scores,
     rule_assessments,
 )
+from tipbench.tracking._candidates import CellCandidates, fetch_candidates, fetch_rubric
 from tipbench.tracking._cell_run import CellRun
 from tipbench.tracking._layout import (
     AUTO_ANSWERS_FILE,
@@ -70,6 +72,7 @@ from tipbench.tracking._prompts import (
     registry_template,
     tag_training_scores,
 )
+from tipbench.tracking._record import clear_draft, record_draft, record_scores
 from tipbench.tracking._scores import (
     DRAFT_AT_TAG,
     DRAFT_BY_TAG,
@@ -181,6 +184,7 @@ __all__ = [
     "UPDATED_AT_TAG",
     "BackgroundWriter",
     "CandidatesFile",
+    "CellCandidates",
     "CellMetric",
     "CellParam",
     "CellRun",
@@ -205,6 +209,7 @@ __all__ = [
     "cell_filter",
     "cell_trace_ids",
     "check_experiment",
+    "clear_draft",
     "data_dir",
     "decode_draft",
     "decode_paths",
@@ -215,6 +220,8 @@ __all__ = [
     "encode_scores",
     "experiment_is_new",
     "experiment_lock",
+    "fetch_candidates",
+    "fetch_rubric",
     "holder_name",
     "human_comments",
     "human_feedback",
@@ -234,7 +241,9 @@ __all__ = [
     "new_trace_id",
     "open_in_background",
     "private_dir",
+    "record_draft",
     "record_run",
+    "record_scores",
     "register_prompt",
     "register_proposal",
     "registered_version",

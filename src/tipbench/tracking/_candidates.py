@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from tipbench._errors import TrackingError
-from tipbench.tracking import (
+from tipbench.tracking._cell_run import CellRun
+from tipbench.tracking._layout import (
     CANDIDATES_FILE,
     RUBRIC_FILE,
     CandidatesFile,
-    CellRun,
     RecordedCandidate,
-    TrackingStore,
-    short_error,
 )
+from tipbench.tracking._store import TrackingStore, short_error
 
 _DOWNLOAD_THREADS = 8
 

@@ -6,20 +6,20 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tipbench.tracking import (
+from tipbench.tracking._assessments import log_scores
+from tipbench.tracking._cell_run import CellRun
+from tipbench.tracking._scores import (
     DRAFT_AT_TAG,
     DRAFT_BY_TAG,
     DRAFT_TAG,
-    CellRun,
     Draft,
     ScoreFields,
     Scores,
     Tier,
     draft_fields,
-    log_scores,
-    log_texts,
     score_fields,
 )
+from tipbench.tracking._writer import log_texts
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
