@@ -83,6 +83,13 @@ def test_bad_logs_are_one_line(sqlite_uri: str, experiment: str, tmp_path: Path)
     lines = OnlineWorld(model=MODEL).write(tmp_path / "once.jsonl", 1, 300).read_text()
     twice.write_text(lines + lines.splitlines()[7] + "\n")
     assert_one_line_error(tipbench(*base, str(twice)), "twice")
+    both = tipbench(*base, str(twice), "--state-url", f"sqlite:///{tmp_path / 's.sqlite'}")
+    assert_one_line_error(both, "give --decision-log or --state-url, not both")
+    nothing = tipbench(*base[:-1], "--state-url", f"sqlite:///{tmp_path / 'none.sqlite'}")
+    assert_one_line_error(nothing, "none.sqlite")
+    promote = tipbench("promote", "--experiment", experiment, "--tracking-uri", sqlite_uri,
+                       "--online-log", str(twice), "--online-state-url", "sqlite:///x")  # fmt: skip
+    assert_one_line_error(promote, "give --online-log or --online-state-url, not both")
 
 
 def promote_json(uri: str, experiment: str, *args: str) -> tuple[int, Any]:

@@ -32,9 +32,13 @@ ONLINE_FORMATS = ("table", "json")
 
 
 @contextmanager
-def decision_log(log_file: Path | None, state_url: str | None) -> Iterator[DecisionLog]:
-    """The rows of `--log FILE` (a `policy log export`), else of the state at `state_url`
-    (default: the default state), open while the block runs.
+def decision_log(
+    log_file: Path | None,
+    state_url: str | None,
+    options: tuple[str, str] = ("--decision-log", "--state-url"),
+) -> Iterator[DecisionLog]:
+    """The rows of a log file (a `policy log export`), else of the state at `state_url`
+    (default: the default state), open while the block runs; `options` name the two.
 
     Raises:
         ConfigError: both are given, or no state is there.
@@ -42,7 +46,7 @@ def decision_log(log_file: Path | None, state_url: str | None) -> Iterator[Decis
     from tipbench.evaluate import read_log
 
     if log_file is not None and state_url is not None:
-        raise ConfigError("give --state-url or --log, not both")
+        raise ConfigError(f"give {options[0]} or {options[1]}, not both")
     if log_file is not None:
         yield read_log(log_file)
         return
@@ -89,5 +93,5 @@ def promotion_evidence(
     if log_file is None and state_url is None:
         yield None
         return
-    with decision_log(log_file, state_url) as log:
+    with decision_log(log_file, state_url, ("--online-log", "--online-state-url")) as log:
         yield online_evidence(log, runs=TrackedRuns(store))
