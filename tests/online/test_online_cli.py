@@ -67,6 +67,9 @@ def test_compare_online_ranks_by_users_and_shows_a_contrary_rubric(
     assert table.returncode == 0, table.stderr
     assert "online tier" in table.stdout and "disagrees" in table.stdout
     assert_one_line_error(tipbench(*base, "--format", "csv"), "--tier online prints")
+    assert_one_line_error(tipbench(*base, "--log"), "drop --plot and --log")
+    human = ("compare", "--tier", "human", "--experiment", experiment, "--tracking-uri", sqlite_uri)
+    assert_one_line_error(tipbench(*human, "--decision-log", str(log)), "goes with --tier online")
 
 
 def test_bad_logs_are_one_line(sqlite_uri: str, experiment: str, tmp_path: Path) -> None:

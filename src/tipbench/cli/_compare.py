@@ -12,7 +12,7 @@ from typing import cast
 import click
 from rich.console import Console
 
-from tipbench._errors import TrackingError
+from tipbench._errors import ConfigError, TrackingError
 from tipbench.cli import _options as options
 from tipbench.compare import (
     BOARD_TIERS,
@@ -105,8 +105,12 @@ def compare_command(
     if tier == "online":
         from tipbench.cli._compare_online import show_online_tier
 
+        if plot is not None or log:
+            raise ConfigError("--tier online prints a table or JSON: drop --plot and --log")
         show_online_tier(store, experiment, decision_log, state_url, fmt, min_scenarios)
         return
+    if decision_log is not None:  # (--state-url may come from the environment: not refused)
+        raise ConfigError("--decision-log goes with --tier online")
     boards = leaderboards_for(store, experiment, tiers, min_scenarios)
     judged = [board for board in boards if board.rows]
     if judged or fmt != "table":  # JSON and CSV stay machine-readable when empty
