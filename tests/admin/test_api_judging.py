@@ -222,6 +222,7 @@ def test_the_page_serves_the_judging_order_and_says_when_to_stop(
     assert len(judgings) == 4
     assert judgings[0]["message"].endswith("at least 1 more judgment expected")
     judging = judgings[1]  # two runs still open: the judge can stop
+    assert judging.pop("detectable").startswith("8 scenarios: the gate can detect a gap of")
     assert judging == {
         "order": "active",
         "decided": True,

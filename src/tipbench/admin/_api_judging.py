@@ -45,6 +45,11 @@ class Judging(BaseModel):
     decided: bool = Field(description="The leader is decided: more judging changes nothing.")
     expected_more: int | None = Field(description="About how many more judgments it needs.")
     message: str = Field(description='"the leader is decided: you can stop", or what is left.')
+    detectable: str = Field(
+        default="",
+        description="The smallest gap the gate can detect on these scenarios with every run "
+        "judged (empty where they cannot decide at all).",
+    )
 
     @classmethod
     def of(cls, status: JudgingStatus) -> Judging:
@@ -53,6 +58,7 @@ class Judging(BaseModel):
             decided=status.decided,
             expected_more=status.expected_more,
             message=status.message,
+            detectable=status.detectable,
         )
 
 
