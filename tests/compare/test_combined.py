@@ -114,16 +114,17 @@ def test_a_judge_one_point_off_is_corrected_to_every_runs_human_mean(
     # matched the human on three runs has shown no spread, not proved that there is none
     # (the residual variance borrows the rubric's resolution, 3/12).
     assert 3.0 < top.combined.n_effective < 8.0
-    assert top.ci_method == "ppi" and top.ci_low < top.composite < top.ci_high
+    assert top.interval.method == "ppi" and top.interval.low < top.composite < top.interval.high
+    assert top.interval.value == top.composite and top.interval.n == top.n_scenarios
     # Three human-judged scenarios a cell: no comparison concludes before 6 (issue 31).
     assert board.rows[1].standing == "undecided" and board.rows[1].vs_leader is not None
     assert board.rows[1].vs_leader.min_p_value == pytest.approx(0.25)
-    assert board.rows[1].vs_leader.mean_diff == pytest.approx(11.5 - 14.5)
+    assert board.rows[1].vs_leader.difference.value == pytest.approx(11.5 - 14.5)
     document = board.to_dict()
     assert document["tier"] == "combined"
     assert document["judging"]["order"] == "uniform" and document["judging"]["sampling_known"]
     assert set(document["rows"][1]["combined"]) == {
-        "n_human", "n_human_scenarios", "n_effective", "lambda", "cs_low", "cs_high", "ci_clipped"
+        "n_human", "n_human_scenarios", "n_effective", "lambda", "sequence", "ci_clipped"
     }  # fmt: skip
 
 
@@ -203,11 +204,11 @@ def test_the_combined_interval_is_never_wider_than_the_human_tiers_without_sayin
     human = build_leaderboard(runs, "human")
     combined = combined_board(combined_state(runs, order), 3, "x")
     _, combined = beside_human([human, combined])
-    widths = {row.name: row.ci_high - row.ci_low for row in human.rows}
+    widths = {row.name: row.interval.high - row.interval.low for row in human.rows}
     wider = {
         row.name
         for row in combined.rows
-        if row.ci_high - row.ci_low > widths[row.name] * (1 + 1e-9)
+        if row.interval.high - row.interval.low > widths[row.name] * (1 + 1e-9)
     }
     assert wider == set(combined.wider_than_human) == {f"{MODEL}|v3"}
     notes = " ".join(leaderboard_document(combined)["notes"])
@@ -228,7 +229,7 @@ def test_an_interval_past_the_scale_is_cut_at_its_end_and_says_so() -> None:
     board = combined_board(combined_state(runs, order), 3, "x")
     top = board.row(MODEL, "v1")
     assert top.combined is not None and top.combined.ci_clipped
-    assert top.ci_high == 17.0 and top.ci_low < top.composite < 17.0
+    assert top.interval.high == 17.0 and top.interval.low < top.composite < 17.0
     notes = " ".join(leaderboard_document(board)["notes"])
     cut = "Intervals cut at the composite's scale (2–17), where the t interval ran past it"
     assert f"{cut}: {MODEL}|v1." in notes

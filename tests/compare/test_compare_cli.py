@@ -67,14 +67,14 @@ def test_csv_has_a_line_per_row_of_each_tier(judged: JudgedExperiment) -> None:
     beta = next(line for line in lines if line["tier"] == "human" and line["model"] == BETA)
     row = human.row(BETA, "v1")
     assert beta["composite"] == "11.83"  # rounded like the table: 71/6
-    assert float(beta["ci_low"]) == round(row.ci_low, 2)
-    assert float(beta["ci_high"]) == round(row.ci_high, 2)
+    assert float(beta["interval_low"]) == round(row.interval.low, 2)
+    assert float(beta["interval_high"]) == round(row.interval.high, 2)
     assert row.vs_leader is not None
-    assert beta["vs_leader_diff"] == "-2.33" and beta["vs_leader_p_value"] == "0.031"
+    assert beta["vs_leader_difference_value"] == "-2.33" and beta["vs_leader_p_value"] == "0.031"
     assert beta["vs_leader_verdict"] == "different"
     assert (beta["standing"], beta["rank"], beta["rank_shared"]) == ("behind", "3", "False")
     assert beta["tied_with_leader"] == "False"
-    assert lines[0]["vs_leader_diff"] == ""  # the leader
+    assert lines[0]["vs_leader_difference_value"] == ""  # the leader
 
 
 def test_markdown_and_table(judged: JudgedExperiment) -> None:
@@ -205,7 +205,8 @@ def test_comparisons_that_cannot_conclude_say_so(judged: JudgedExperiment) -> No
     document = json.loads(result.stdout)
     row = next(r for r in document["rows"] if r["model"] == "ollama:delta")
     assert row["standing"] == "undecided" and row["vs_leader"]["verdict"] == "inconclusive"
-    assert row["vs_leader"]["ci_low"] is None and row["vs_leader"]["ci_method"] == "none"
+    difference = row["vs_leader"]["difference"]
+    assert difference["low"] is None and difference["method"] == "none"
     assert row["tied_with_leader"] is False
     assert "warning: auto tier: 1 comparison with the leader cannot be significant" in (
         result.stderr

@@ -88,14 +88,19 @@ def test_interval_is_over_scenario_values(judged: JudgedExperiment) -> None:
     for row in human.rows:
         values = list(HUMAN[(row.model, row.prompt_version)].values())
         expected = mean_interval(values)
-        assert (row.composite, row.ci_method) == (pytest.approx(expected.value), expected.method)
-        assert row.ci_method == "sign-flip" or row.n_scenarios < 6
+        assert row.interval == expected and row.composite == pytest.approx(expected.value)
+        assert row.interval.method == "sign-flip" or row.n_scenarios < 6
     alpha = human.row(ALPHA, "v1")  # six values: the exact interval is their range
-    assert (alpha.ci_low, alpha.ci_high, alpha.ci_method) == (13.0, 15.0, "sign-flip")
+    assert (alpha.interval.low, alpha.interval.high, alpha.interval.method) == (
+        13.0, 15.0, "sign-flip",
+    )  # fmt: skip
     short = human.row(ALPHA, "v2")  # two values: no 95% interval exists
-    assert short.ci_method == "none" and math.isnan(short.ci_low)
-    document = short.to_dict()
-    assert (document["ci_low"], document["ci_high"], document["ci_method"]) == (None, None, "none")
+    assert short.interval.method == "none" and math.isnan(short.interval.low)
+    interval = short.to_dict()["interval"]  # the one interval of every JSON: `Estimate`'s keys
+    assert interval == {
+        "value": short.composite, "low": None, "high": None, "method": "none", "se": None,
+        "n": 2, "confidence": 0.95,
+    }  # fmt: skip
 
 
 def test_comparison_with_the_leader_pairs_shared_scenarios(judged: JudgedExperiment) -> None:
@@ -107,14 +112,14 @@ def test_comparison_with_the_leader_pairs_shared_scenarios(judged: JudgedExperim
     assert beta.vs_leader == paired_comparison(leader, HUMAN[(BETA, "v1")])
     assert beta.vs_leader is not None
     assert beta.vs_leader.n_pairs == 6
-    assert beta.vs_leader.mean_diff == pytest.approx(-14 / 6)
+    assert beta.vs_leader.difference.value == pytest.approx(-14 / 6)
     assert beta.vs_leader.p_value == pytest.approx(2 / 64)  # behind on every scenario
     assert not beta.tied_with_leader
 
     gamma = human.row(GAMMA, "v1")  # s7..s9 have no counterpart: only s4..s6 pair
     assert gamma.vs_leader is not None
     assert gamma.vs_leader.n_pairs == 3
-    assert gamma.vs_leader.mean_diff == pytest.approx(0.0)  # +1, 0, −1
+    assert gamma.vs_leader.difference.value == pytest.approx(0.0)  # +1, 0, −1
     assert gamma.composite < beta.composite  # ranked by mean, though level on shared ones
     # Three pairs: no p below 2/8 is attainable, so nothing can be concluded, not even a tie.
     assert gamma.vs_leader.min_p_value == 0.25
@@ -152,7 +157,8 @@ def test_each_tier_ranks_its_own_scores(judged: JudgedExperiment) -> None:
     assert delta.vs_leader is not None and delta.vs_leader.n_pairs == 3
     # −1 on each of three scenarios (the issue's case): p = 2/8 cannot be significant, and
     # no 95% interval exists on three pairs (a bootstrap gave [−1, −1], excluding 0).
-    assert math.isnan(delta.vs_leader.ci_low) and delta.vs_leader.ci_method == "none"
+    difference = delta.vs_leader.difference
+    assert math.isnan(difference.low) and difference.method == "none"
     assert delta.vs_leader.p_value == 0.25 == delta.vs_leader.min_p_value
     assert delta.verdict == "inconclusive" and delta.standing == "undecided"
     document = delta.to_dict()
@@ -161,7 +167,7 @@ def test_each_tier_ranks_its_own_scores(judged: JudgedExperiment) -> None:
     )  # fmt: skip
     assert document["tied_with_leader"] is False
     assert document["vs_leader"]["verdict"] == "inconclusive"
-    assert document["vs_leader"]["ci_method"] == "none"
+    assert document["vs_leader"]["difference"]["method"] == "none"
     assert document["vs_leader"]["min_p_value"] == 0.25
     alpha = auto.row(ALPHA, "v1")  # −2 on six: p = 2/64, the interval excludes 0
     assert alpha.verdict == "different" and alpha.standing == "behind"
@@ -212,7 +218,7 @@ def test_no_shared_scenario_gives_no_figures_and_no_tie(sqlite_uri: str) -> None
     assert beta.standing == "undecided" and not beta.tied_with_leader
     assert math.isnan(beta.vs_leader.p_value)
     vs = human.to_dict()["rows"][1]["vs_leader"]
-    assert vs["n_pairs"] == 0 and vs["diff"] is None and vs["p_value"] is None
+    assert vs["n_pairs"] == 0 and vs["difference"]["value"] is None and vs["p_value"] is None
 
 
 def test_experiment_without_judged_runs(sqlite_uri: str) -> None:

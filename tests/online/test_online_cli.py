@@ -103,7 +103,7 @@ def promote_json(uri: str, experiment: str, *args: str) -> tuple[int, Any]:
 
 
 def online_checks(decision: Any) -> list[Any]:
-    return [c for c in decision["checks"] if c["name"] == "not worse online"]
+    return [c for c in decision["conditions"] if c["name"] == "not worse online"]
 
 
 def test_promote_counts_the_online_tier(sqlite_uri: str, experiment: str, tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def test_the_gate_task_counts_what_users_did(
 
     monkeypatch.setenv("TIPBENCH_POLICY_STATE_URL", f"sqlite:///{tmp_path / 'none.sqlite'}")
     before = promotion_gate(experiment, sqlite_uri, apply=False)
-    assert before["promote"] and "not worse online" not in [c[0] for c in before["checks"]]
+    assert before["promote"] and "not worse online" not in [c["name"] for c in before["conditions"]]
 
     state = f"sqlite:///{tmp_path / 'state.sqlite'}"
     worse = OnlineWorld(model=MODEL, experiment=experiment,
@@ -46,8 +46,7 @@ def test_the_gate_task_counts_what_users_did(
     serve_online_world(state, worse, seed=3, n=2000)
     monkeypatch.setenv("TIPBENCH_POLICY_STATE_URL", state)
     gate = promotion_gate(experiment, sqlite_uri, apply=False)
-    online = [c for c in gate["checks"] if c[0] == "not worse online"]
+    online = [c for c in gate["conditions"] if c["name"] == "not worse online"]
     assert not gate["promote"] and len(online) == 1
-    _, passed, figure = online[0]
-    assert not passed and "worse with users" in figure
+    assert not online[0]["passed"] and "worse with users" in online[0]["figure"]
     assert gate["decision_run"]  # recorded, as every gate of the DAG is

@@ -169,10 +169,13 @@ def test_bench_judged_coalesces_events_per_experiment_the_latest_winning(sqlite_
 
 
 def test_only_passing_promotions_asked_to_apply_wait_for_approval() -> None:
-    checks = [["judged enough", True, "8 scenarios"], ["beats production", True, "-"]]
+    conditions = [
+        {"name": "judged enough", "passed": True, "figure": "8 scenarios"},
+        {"name": "beats production", "passed": True, "figure": "-"},
+    ]
     gate = {"experiment": "tip-bench-a", "promote": True, "model": "ollama:m",
             "prompt_version": "v2-mentor", "production": None, "decision_run": "r1",
-            "checks": checks}  # fmt: skip
+            "conditions": conditions}  # fmt: skip
     refused = {**gate, "experiment": "tip-bench-b", "promote": False}
     assert approval_request([gate, refused], set()) is None
     assert approval_request([refused], {"tip-bench-b"}) is None

@@ -159,8 +159,8 @@ def test_decide(case: Case) -> None:
     decision = decide(human, auto, production, case.margin)
 
     assert decision.promote == (not case.failing)
-    assert tuple(check.name for check in decision.checks if not check.passed) == case.failing
-    figures = " | ".join(check.figure for check in decision.checks)
+    assert tuple(check.name for check in decision.conditions if not check.passed) == case.failing
+    figures = " | ".join(check.figure for check in decision.conditions)
     assert case.figure in figures
     assert decision.production == case.production
     if decision.promote:  # the one cell first in both tiers
@@ -180,7 +180,7 @@ def test_a_tie_is_not_decided_by_name() -> None:
         assert {row.rank_text for row in human.rows} == {"1="}
         decision = decide(human, auto, None)
         outcomes.append((decision.promote, decision.prompt_version == winner))
-        figures = " | ".join(check.figure for check in decision.checks)
+        figures = " | ".join(check.figure for check in decision.conditions)
         assert f"both tiers rank {MODEL}|{winner} first" in figures
         assert "the human tier ties it with its leader" in figures or decision.evidence[
             "human"]["standing"] == "leader"  # fmt: skip
@@ -216,7 +216,7 @@ def test_no_tier_decides_on_cells_that_carry_no_human_scores() -> None:
     decision = decide(human, auto, None)
 
     assert not decision.promote
-    ranks = next(check for check in decision.checks if check.name == "ranks first")
+    ranks = next(check for check in decision.conditions if check.name == "ranks first")
     assert not ranks.passed
     assert f"{MODEL}|{V1}: 0" in ranks.figure
 

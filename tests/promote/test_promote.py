@@ -78,9 +78,9 @@ def test_first_promotion_dry_run_then_apply(sqlite_uri: str, experiment: str) ->
     assert record.data.tags["decision"] == "promoted"
     path = client.download_artifacts(record.info.run_id, "decision.json")
     evidence = json.loads(Path(path).read_text())
-    assert [c["passed"] for c in evidence["checks"]] == [True] * 5
-    assert evidence["checks"][2]["name"] == "ranks first"  # by the human tier's sequences
-    assert evidence["checks"][1]["name"] == "judge calibrated"
+    assert [c["passed"] for c in evidence["conditions"]] == [True] * 5
+    assert evidence["conditions"][2]["name"] == "ranks first"  # by the human tier's sequences
+    assert evidence["conditions"][1]["name"] == "judge calibrated"
     assert evidence["evidence"]["calibration"][0]["calibrated"] is True
     assert evidence["evidence"]["human"]["composite"] == 13
 
@@ -93,7 +93,7 @@ def test_beating_production_needs_the_margin_and_significance(
 
     code, decision = cli(sqlite_uri, experiment, "--apply", "--margin", "2")
     assert code == 3 and decision["promote"] is False and decision["production"] == "v1"
-    (beats,) = [c for c in decision["checks"] if c["name"] == "beats production"]
+    (beats,) = [c for c in decision["conditions"] if c["name"] == "beats production"]
     assert not beats["passed"] and "below the margin 2" in beats["figure"]
     assert production_prompt(MlflowClient(sqlite_uri), "tipbench-tips").prompt_version == "v1"
 
@@ -110,7 +110,7 @@ def test_tiers_that_disagree_refuse(sqlite_uri: str, experiment: str) -> None:
     code, decision = cli(sqlite_uri, experiment, "--apply")
 
     assert code == 3 and decision["applied"] is True and decision["registry_version"] is None
-    (agree,) = [c for c in decision["checks"] if c["name"] == "tiers agree"]
+    (agree,) = [c for c in decision["conditions"] if c["name"] == "tiers agree"]
     assert not agree["passed"] and "significantly behind" in agree["figure"]
     assert production_prompt(MlflowClient(sqlite_uri), "tipbench-tips") is None
 
@@ -126,7 +126,7 @@ def test_an_inconclusive_automatic_tier_does_not_count_as_agreeing(
     result = promote(TrackingStore(sqlite_uri), experiment)
 
     assert not result.decision.promote
-    (agree,) = [c for c in result.decision.checks if c.name == "tiers agree"]
+    (agree,) = [c for c in result.decision.conditions if c.name == "tiers agree"]
     assert not agree.passed
     assert "cannot tell whether" in agree.figure
     assert "is behind" in agree.figure
@@ -139,7 +139,7 @@ def test_too_little_judged_data_refuses(sqlite_uri: str, experiment: str) -> Non
     result = promote(TrackingStore(sqlite_uri), experiment)
 
     assert not result.decision.promote
-    assert "3+ human-judged scenarios" in result.decision.checks[0].figure
+    assert "3+ human-judged scenarios" in result.decision.conditions[0].figure
 
 
 def test_a_changed_template_is_not_promoted(sqlite_uri: str, experiment: str) -> None:

@@ -155,8 +155,9 @@ def test_a_gain_without_a_sequence_yet_is_null_in_the_evidence(
     document = json.loads(out, parse_constant=_no_constants)
     assert document["decided_by"]["tier"] == "combined", document["decided_by"]
     gain = document["evidence"]["vs_production"]["combined"]
-    assert (gain["cs_low"], gain["cs_high"]) == (None, None)
-    assert gain["n_pairs"] == 3 and gain["diff"] > 0
+    sequence = gain["sequence"]
+    assert sequence["method"] == "sequence" and (sequence["low"], sequence["high"]) == (None, None)
+    assert gain["n_pairs"] == 3 and gain["difference"]["value"] > 0
 
 
 def test_a_cell_short_of_scenarios_does_not_block_the_combined_gate(

@@ -18,13 +18,14 @@ def test_unweighted_shadow_learning_is_the_rule_and_wins() -> None:
     )
     assert (plain.weighting, weighted.weighting) == ("none", "inverse-propensity")
     for shadow in ("egreedy-v2", "linucb"):
-        assert weighted.vs_first[shadow].mean_diff < 0
+        assert weighted.vs_first[shadow].difference.value < 0
     assert weighted.vs_first["egreedy-v2"].p_value < 0.05
     # a shadow learning from the live policy's traffic beats the live v1 policy it watches:
     # its true value exceeds the live policy's in the same worlds (paired by seed)
     beats = plain.vs_live["egreedy-v2"]
-    assert beats.n_pairs == 20 and beats.ci_low > 0 and beats.p_value < 0.05
-    assert plain.values["egreedy-v2"].value == pytest.approx(plain.live.value + beats.mean_diff)
+    assert beats.n_pairs == 20 and beats.difference.low > 0 and beats.p_value < 0.05
+    gain = beats.difference.value
+    assert plain.values["egreedy-v2"].value == pytest.approx(plain.live.value + gain)
     assert plain.live == weighted.live  # the rule changes what shadows learn, not the live policy
 
 

@@ -47,7 +47,7 @@ def test_better_judged_tips_earn_more_paired_by_seed() -> None:
     assert rewards["m|v2-mentor"].value > rewards["m|v3-few-shot"].value > rewards["m|v1"].value
     for name in ("m|v2-mentor", "m|v3-few-shot"):
         vs = report.policy(name).vs_live
-        assert vs is not None and vs.n_pairs == 8 and vs.ci_low > 0  # every seed paired
+        assert vs is not None and vs.n_pairs == 8 and vs.difference.low > 0  # every seed paired
         assert rewards[name].has_interval
     again = sim_ab(SMALL, pools, baseline="v1")  # seeded: the same report
     assert again.report.to_dict() == report.to_dict()
@@ -59,7 +59,7 @@ def test_arms_of_equal_quality_see_the_same_worlds() -> None:
     ab = sim_ab(SMALL, [pool("v1", [11, 11]), pool("v2-mentor", [11, 11, 11, 11, 11])])
     first, second = ab.report.policies
     assert first.per_seed == second.per_seed
-    assert second.vs_live is not None and second.vs_live.mean_diff == 0.0
+    assert second.vs_live is not None and second.vs_live.difference.value == 0.0
 
 
 def test_the_quality_effect_is_as_stated() -> None:
@@ -107,7 +107,8 @@ def test_tips_from_a_real_experiment(sqlite_uri: str, experiment: str) -> None:
     document = json.loads(result.stdout)
     arms = {p["policy"]: p for p in document["policies"]}
     better = arms[f"{MODEL}|v2-mentor"]
-    assert better["vs_live"]["diff"] > 0 and better["vs_live"]["ci_low"] > 0
+    difference = better["vs_live"]["difference"]
+    assert difference["value"] > 0 and difference["low"] > 0
     assert document["live"] == f"{MODEL}|v1" and document["run_id"]
     text = tipbench(*base, "--baseline", "v2-mentor")
     assert text.returncode == 0, text.stderr

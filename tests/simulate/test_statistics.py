@@ -28,9 +28,9 @@ def test_v2_beats_v1_at_the_default_size_where_profiles_matter() -> None:
     report = simulate(config).report
     v2 = report.policy("egreedy-v2")
     assert v2.vs_live is not None
-    assert v2.vs_live.mean_diff > 0
+    assert v2.vs_live.difference.value > 0
     assert v2.vs_live.p_value < ALPHA
-    assert v2.vs_live.ci_low > 0
+    assert v2.vs_live.difference.low > 0
     # the gain is the profile's: per persona, v2 is ahead for most personas
     v1 = report.policy("egreedy-v1")
     ahead = [

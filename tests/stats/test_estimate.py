@@ -97,11 +97,11 @@ def test_the_floor_of_a_sum_of_integer_scores() -> None:
 def test_a_document_of_figures_goes_to_strict_json() -> None:
     """`json_numbers` (a promotion's evidence, nested dicts and lists) leaves no NaN or
     infinity for a strict parser to refuse."""
-    document = {"margin": 0.005, "vs_live": {"ci_low": -math.inf, "p": math.nan}, "seeds": (1, 2)}
+    document = {"margin": 0.005, "vs_live": {"low": -math.inf, "p": math.nan}, "seeds": (1, 2)}
     text = json.dumps(json_numbers(document), allow_nan=False)
     assert json.loads(text) == {
         "margin": 0.005,
-        "vs_live": {"ci_low": None, "p": None},
+        "vs_live": {"low": None, "p": None},
         "seeds": [1, 2],
     }
 

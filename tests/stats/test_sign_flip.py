@@ -11,6 +11,7 @@ from scipy import stats
 
 from tipbench.stats import (
     EXACT_MAX_PAIRS,
+    Estimate,
     PairedComparison,
     bootstrap_mean_ci,
     mean_interval,
@@ -79,7 +80,7 @@ def test_exact_p_value_when_every_difference_is_positive() -> None:
     assert result.exact
     assert result.p_value == pytest.approx(2 / 16)
     assert result.n_pairs == 4
-    assert result.mean_diff == pytest.approx((1.0 + 0.5 + 2.0 + 0.25) / 4)
+    assert result.difference.value == pytest.approx((1.0 + 0.5 + 2.0 + 0.25) / 4)
 
 
 def test_exact_p_value_counts_ties_of_the_flipped_sums() -> None:
@@ -133,15 +134,16 @@ def test_only_shared_scenarios_are_paired() -> None:
     other = {"a": 6.0, "b": 7.0, "c": 8.0, "d": 9.0, "e": 2.0, "f": 3.0, "only-other": -100.0}
     result = paired_comparison(leader, other)
     assert result.n_pairs == 6
-    assert result.mean_diff == pytest.approx(1.0)
-    assert (result.ci_low, result.ci_high, result.ci_method) == (1.0, 1.0, "sign-flip")
+    assert result.difference.value == pytest.approx(1.0)
+    d = result.difference
+    assert (d.low, d.high, d.method, d.n) == (1.0, 1.0, "sign-flip", 6)
 
 
 def test_difference_is_other_minus_leader() -> None:
     leader = {f"s{i}": 10.0 + i for i in range(8)}
     other = {k: v - 2.0 for k, v in leader.items()}
     result = paired_comparison(leader, other)
-    assert result.mean_diff == pytest.approx(-2.0)
+    assert result.difference.value == pytest.approx(-2.0)
     assert result.p_value == pytest.approx(2 / 2**8)
     assert not tied(result)
 
@@ -159,7 +161,8 @@ def test_paired_comparison_is_deterministic_with_its_seed() -> None:
 def test_no_shared_scenarios_gives_nan_and_counts_as_tied() -> None:
     result = paired_comparison({"a": 1.0}, {"b": 2.0})
     assert result.n_pairs == 0
-    for value in (result.mean_diff, result.ci_low, result.ci_high, result.p_value):
+    d = result.difference
+    for value in (d.value, d.low, d.high, result.p_value):
         assert math.isnan(value)
     assert tied(result)
 
@@ -168,12 +171,10 @@ def test_tied_follows_the_p_value() -> None:
     def comparison(p_value: float) -> PairedComparison:
         return PairedComparison(
             n_pairs=10,
-            mean_diff=0.5,
-            ci_low=0.1,  # the interval excludes 0, yet only the p-value decides
-            ci_high=0.9,
+            # the interval excludes 0, yet only the p-value decides
+            difference=Estimate(0.5, 0.1, 0.9, "sign-flip", n=10),
             p_value=p_value,
             exact=True,
-            confidence=0.95,
         )
 
     assert tied(comparison(0.06))
@@ -185,7 +186,7 @@ def test_tied_follows_the_p_value() -> None:
 def test_identical_cells_are_tied() -> None:
     scores = {f"s{i}": float(i) for i in range(20)}
     result = paired_comparison(scores, dict(scores))
-    assert result.mean_diff == 0.0
+    assert result.difference.value == 0.0
     assert result.p_value == 1.0
     assert tied(result)
 
@@ -202,9 +203,8 @@ def test_minimum_attainable_p_value() -> None:
 
 def test_verdict_needs_the_test_and_the_interval_to_agree() -> None:
     def comparison(p_value: float, low: float, high: float, n: int = 10) -> PairedComparison:
-        return PairedComparison(
-            n, (low + high) / 2, low, high, p_value, True, 0.95, min_attainable_p(n)
-        )
+        difference = Estimate((low + high) / 2, low, high, "sign-flip", n=n)
+        return PairedComparison(n, difference, p_value, True, min_attainable_p(n))
 
     assert verdict(comparison(0.01, -0.9, -0.1)) == "different"
     assert verdict(comparison(0.40, -0.5, 0.3)) == "not different"
@@ -240,7 +240,7 @@ def test_below_six_values_there_is_no_95_percent_interval(n: int) -> None:
     assert interval.value == pytest.approx(float(np.mean(values)))
     leader = {f"s{i}": 0.0 for i in range(n)}
     result = paired_comparison(leader, {k: -1.0 for k in leader})  # behind on every one
-    assert result.ci_method == "none" and math.isnan(result.ci_low)
+    assert result.difference.method == "none" and math.isnan(result.difference.low)
     assert verdict(result) == "inconclusive"  # as the test says: p = 2 / 2**n
     assert mean_interval(_sample(40)).method == "bootstrap"
     assert mean_interval([]).method == "none"

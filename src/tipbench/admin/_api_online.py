@@ -92,7 +92,7 @@ def _online(
         agreements = [agreement(board, tier) for board in boards if board.rows]
         evidence = _evidence(found, state, store)
         decision = promote(store, experiment, online=evidence).decision
-    online = next((c for c in decision.checks if c.name == NOT_WORSE_ONLINE), None)
+    online = next((c for c in decision.conditions if c.name == NOT_WORSE_ONLINE), None)
     return {
         "online": online_document(tier, agreements),
         "promotion": {

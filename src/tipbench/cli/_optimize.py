@@ -237,8 +237,8 @@ def _report_heldout(result: OptimizationResult) -> None:
     out("== gate (a dry run, held-out scenarios only)")
     verdict = "PROMOTE" if decision.promote else "REFUSE"
     out(f"{verdict} {decision.prompt_version or 'nothing yet'}: {decision.decided_how()}")
-    for check in decision.checks:
-        out(f"  [{'x' if check.passed else ' '}] {check.name}: {check.figure}")
+    for condition in decision.conditions:
+        out(f"  [{'x' if condition.passed else ' '}] {condition.name}: {condition.figure}")
     out(f"to act once people have judged: tipbench promote --experiment {heldout.experiment} "
         f"--suite {result.suite} --apply")  # fmt: skip
     out(f"store: {redact_uri(pipeline.collect.tracking_uri)}")

@@ -127,8 +127,9 @@ def promote_command(
         )
         click.echo(f"{verdict} {candidate} (production now: {decision.production or 'none'})")
         click.echo(decision.decided_how())
-        for check in decision.checks:
-            click.echo(f"  [{'x' if check.passed else ' '}] {check.name}: {check.figure}")
+        for condition in decision.conditions:
+            mark = "x" if condition.passed else " "
+            click.echo(f"  [{mark}] {condition.name}: {condition.figure}")
         if not result.applied:
             click.echo("dry run: nothing changed (pass --apply to act and record the decision)")
         elif result.registry_version is not None:

@@ -200,8 +200,7 @@ def build_leaderboard(
         vs = paired_comparison(
             ranked[i].per_scenario, ranked[j].per_scenario, CONFIDENCE, n_resamples, seed
         )
-        low, high = sequences.get(j, (math.nan, math.nan)) if i == 0 else (math.nan, math.nan)
-        return replace(vs, cs_low=low, cs_high=high)
+        return replace(vs, sequence=sequences.get(j) if i == 0 else None)
 
     def interval(cell: _Scored) -> Estimate:
         return mean_interval(list(cell.per_scenario.values()), CONFIDENCE, n_resamples, seed)
@@ -225,7 +224,7 @@ def build_leaderboard(
 
 def _leader_sequences(
     anytime: AnytimeLeader | None, ranked: Sequence[_Scored]
-) -> dict[int, tuple[float, float]]:
+) -> dict[int, Estimate]:
     """Per ranked cell, the sequence of its difference with the leader once the human tier's
     sequences have decided the leader: every other cell is then "behind" it (the gate's
     finding: the table never shows a cell tied with a leader the sequences have decided).
@@ -236,9 +235,9 @@ def _leader_sequences(
         return {}
     found = {}
     for j, cell in enumerate(ranked[1:], start=1):
-        low, high = anytime.sequences.get(_name(cell), (math.nan, math.nan))
-        if math.isfinite(low) and high < 0:
-            found[j] = (low, high)
+        sequence = anytime.sequences.get(_name(cell))
+        if sequence is not None and math.isfinite(sequence.low) and sequence.high < 0:
+            found[j] = sequence
     return found
 
 
@@ -289,12 +288,10 @@ def _row(scored: _Scored, placing: Placing | None, interval: Estimate) -> Leader
         n_runs=scored.n_runs,
         n_candidates=scored.n_candidates,
         **means,
-        ci_low=interval.low,
-        ci_high=interval.high,
+        interval=interval,
         vs_leader=placing.vs_leader if placing else None,
         standing=placing.standing if placing else "too little data",
         rank_shared=placing.shared if placing else False,
-        ci_method=interval.method,
         scenarios=scored.per_scenario,
         structured=scored.structured,
     )
@@ -347,14 +344,14 @@ def beside_human(boards: Sequence[Leaderboard]) -> list[Leaderboard]:
     human = next((board for board in boards if board.tier == "human"), None)
     if human is None:
         return list(boards)
-    widths = {row.name: row.ci_high - row.ci_low for row in human.rows}
+    widths = {row.name: row.interval.high - row.interval.low for row in human.rows}
 
     def wider(board: Leaderboard) -> tuple[str, ...]:
         return tuple(
             row.name
             for row in board.rows
-            if math.isfinite(row.ci_high - row.ci_low)
-            and row.ci_high - row.ci_low > widths.get(row.name, math.inf) * (1 + 1e-9)
+            if math.isfinite(row.interval.high - row.interval.low)
+            and row.interval.high - row.interval.low > widths.get(row.name, math.inf) * (1 + 1e-9)
         )
 
     return [

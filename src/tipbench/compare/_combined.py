@@ -42,11 +42,14 @@ from tipbench.human_tier import (
 from tipbench.stats import (
     ALPHA,
     CONFIDENCE,
+    Estimate,
     Estimates,
+    IntervalMethod,
     PairedComparison,
     half_width,
     min_attainable_p,
     scenarios_needed,
+    sequence_estimate,
     sequences,
     t_p_value,
     t_quantile,
@@ -94,16 +97,11 @@ def _comparison(state: CombinedState, a: int, b: int) -> PairedComparison:
     covered = min(int(min(e.n_human_scenarios[a], e.n_human_scenarios[b])), len(shared))
     return PairedComparison(
         n_pairs=covered,
-        mean_diff=float(mean),
-        ci_low=float(mean - half),
-        ci_high=float(mean + half),
+        difference=Estimate(float(mean), float(mean - half), float(mean + half), "ppi", n=covered),
         p_value=p if usable else math.nan,
         exact=False,
-        confidence=CONFIDENCE,
         min_p_value=min_attainable_p(covered),
-        ci_method="ppi",
-        cs_low=float(seq.low[0]),
-        cs_high=float(seq.high[0]),
+        sequence=sequence_estimate(mean, seq.low[0], seq.high[0], float(alpha[0]), covered),
     )
 
 
@@ -202,12 +200,15 @@ def _board(
     )
 
 
-def _sequences(state: CombinedState) -> dict[int, tuple[float, float]]:
-    """Each cell's confidence sequence of Δ with the decision's leader."""
+def _sequences(state: CombinedState) -> dict[int, Estimate]:
+    """Each cell's confidence sequence of Δ with the decision's leader (those ready)."""
     d = state.decision
+    each = float(d.alpha[0]) if len(d.alpha) else ALPHA
+    pairs = zip(d.comparisons.b, d.comparisons.mean, d.low, d.high, d.ready, strict=True)
     return {
-        int(b): (float(low), float(high)) if ready else (math.nan, math.nan)
-        for b, low, high, ready in zip(d.comparisons.b, d.low, d.high, d.ready, strict=True)
+        int(b): sequence_estimate(mean, low, high, each)
+        for b, mean, low, high, ready in pairs
+        if ready
     }
 
 
@@ -217,7 +218,7 @@ def _row(
     placing: Placing | None,
     columns: dict[str, Estimates],
     n_scenarios: int,
-    sequences: dict[int, tuple[float, float]],
+    sequences: dict[int, Estimate],
 ) -> LeaderboardRow:
     e = state.estimates
     model, prompt = state.cells[c]
@@ -229,7 +230,7 @@ def _row(
     clipped = low_end < scale.low or high_end > scale.high  # False for an interval of NaN
     # max and min keep a NaN end NaN (it comes first)
     ci_low, ci_high = max(low_end, scale.low), min(high_end, scale.high)
-    low, high = sequences.get(c, (math.nan, math.nan))
+    method: IntervalMethod = "ppi" if math.isfinite(half) else "none"
     leader = placing is not None and placing.standing == "leader"
     criteria: dict[str, Any] = {name: float(est.mean[c]) for name, est in columns.items()}
     return LeaderboardRow(
@@ -242,20 +243,17 @@ def _row(
         n_candidates=sum(run.candidate_count for run in mine),
         composite=float(e.mean[c]),
         **criteria,
-        ci_low=ci_low,
-        ci_high=ci_high,
+        interval=Estimate(mean, ci_low, ci_high, method, n=n_scenarios),
         vs_leader=placing.vs_leader if placing else None,
         standing=placing.standing if placing else "too little data",
         rank_shared=placing.shared if placing else False,
-        ci_method="ppi" if math.isfinite(half) else "none",
         structured=tuple(sorted({run.structured for run in mine})),
         combined=CombinedFigures(
             n_human=int(e.n_human[c]),
             n_human_scenarios=int(e.n_human_scenarios[c]),
             n_effective=float(e.n_effective[c]),
             lam=float(e.lam[c]),
-            cs_low=math.nan if leader else low,
-            cs_high=math.nan if leader else high,
+            sequence=None if leader else sequences.get(c),
             ci_clipped=clipped,
         ),
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -14,7 +13,7 @@ from tipbench.human_tier import AnytimeLeader, JudgingStatus
 from tipbench.stats import (
     ALPHA,
     CONFIDENCE,
-    IntervalMethod,
+    Estimate,
     PairedComparison,
     Verdict,
     json_number,
@@ -48,9 +47,8 @@ class CombinedFigures:
             scores alone the same interval.
         lam: How much the judge's scores count in the composite (λ in [0, 1]; 0: the human
             scores alone).
-        cs_low: Lower end of the anytime-valid confidence sequence of Δ with the leader
-            (NaN for the leader, or while too few scores give none).
-        cs_high: Its upper end.
+        sequence: The anytime-valid confidence sequence of Δ with the leader (None for the
+            leader; infinite ends while too few scores give none).
         ci_clipped: The row's t interval ran past the composite's scale and is cut at its
             end (the mean cannot leave 2–17).
     """
@@ -58,8 +56,7 @@ class CombinedFigures:
     n_human: int
     n_effective: float
     lam: float
-    cs_low: float = math.nan
-    cs_high: float = math.nan
+    sequence: Estimate | None = None
     n_human_scenarios: int = 0
     ci_clipped: bool = False
 
@@ -69,8 +66,7 @@ class CombinedFigures:
             "n_human_scenarios": self.n_human_scenarios,
             "n_effective": json_number(self.n_effective),
             "lambda": json_number(self.lam),
-            "cs_low": json_number(self.cs_low),
-            "cs_high": json_number(self.cs_high),
+            "sequence": None if self.sequence is None else self.sequence.to_dict(),
             "ci_clipped": self.ci_clipped,
         }
 
@@ -96,10 +92,9 @@ class LeaderboardRow:
         composite: Mean composite, each scenario weighing the same.
         relevance: Mean relevance, and so on for each rubric score; the flags' means are the
             share of candidates with the flag set.
-        ci_low: Lower end of the confidence interval of ``composite`` (NaN: none).
-        ci_high: Upper end of that interval.
-        ci_method: How that interval was made: exact ("sign-flip") up to 16 scenarios,
-            "bootstrap" above, "none" on too few scenarios for any.
+        interval: ``composite`` with its confidence interval (NaN ends: none) and how it
+            was made: exact ("sign-flip") up to 16 scenarios, "bootstrap" above, "none" on
+            too few scenarios for any, "ppi" in the combined tier.
         vs_leader: Paired comparison with the leader over the shared scenarios (this cell
             minus the leader); None for the leader and for unranked cells.
     """
@@ -117,12 +112,10 @@ class LeaderboardRow:
     tone: float
     format_ok: float
     overlong: float
-    ci_low: float
-    ci_high: float
+    interval: Estimate
     vs_leader: PairedComparison | None
     standing: Standing
     rank_shared: bool
-    ci_method: IntervalMethod
     scenarios: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
     """Composite per judged scenario: what paired comparisons pair (not in `to_dict`)."""
     structured: tuple[str, ...] = ()
@@ -180,22 +173,8 @@ class LeaderboardRow:
             "n_runs": self.n_runs,
             "n_candidates": self.n_candidates,
             **{column: json_number(self.mean(column)) for column in COLUMNS},
-            "ci_low": json_number(self.ci_low),
-            "ci_high": json_number(self.ci_high),
-            "ci_method": self.ci_method,
-            "vs_leader": None
-            if vs is None
-            else {
-                "n_pairs": vs.n_pairs,
-                "diff": json_number(vs.mean_diff),
-                "ci_low": json_number(vs.ci_low),
-                "ci_high": json_number(vs.ci_high),
-                "ci_method": vs.ci_method,
-                "p_value": json_number(vs.p_value),
-                "exact": vs.exact,
-                "min_p_value": json_number(vs.min_p_value),
-                "verdict": verdict(vs, ALPHA),
-            },
+            "interval": self.interval.to_dict(),
+            "vs_leader": None if vs is None else vs.to_dict() | {"verdict": verdict(vs, ALPHA)},
             "tied_with_leader": self.tied_with_leader,
             "structured": list(self.structured),
             **({"combined": self.combined.to_dict()} if self.combined is not None else {}),

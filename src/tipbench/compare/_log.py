@@ -78,8 +78,8 @@ def _summary(boards: Sequence[Leaderboard]) -> tuple[dict[str, str], dict[str, f
             tags[f"{board.tier}_leader"] = leader.name
             tags[f"{board.tier}_first"] = ", ".join(row.name for row in board.first)
             metrics[_metric(board.tier, "leader_composite")] = leader.composite
-            metrics[_metric(board.tier, "leader_ci_low")] = leader.ci_low
-            metrics[_metric(board.tier, "leader_ci_high")] = leader.ci_high
+            metrics[_metric(board.tier, "leader_ci_low")] = leader.interval.low
+            metrics[_metric(board.tier, "leader_ci_high")] = leader.interval.high
     return tags, metrics
 
 

@@ -78,15 +78,15 @@ def _panel(axis: Any, board: Leaderboard, high: float) -> None:
     with_interval = [
         (position, row)
         for position, row in zip(positions, board.rows, strict=True)
-        if math.isfinite(row.ci_low) and math.isfinite(row.ci_high)
+        if math.isfinite(row.interval.low) and math.isfinite(row.interval.high)
     ]  # a row without an interval gets no whiskers, not a zero-width one
     if with_interval:
         axis.errorbar(
             [row.composite for _, row in with_interval],
             [position for position, _ in with_interval],
             xerr=[
-                [row.composite - row.ci_low for _, row in with_interval],
-                [row.ci_high - row.composite for _, row in with_interval],
+                [row.composite - row.interval.low for _, row in with_interval],
+                [row.interval.high - row.composite for _, row in with_interval],
             ],
             fmt="none",
             ecolor="#333333",
@@ -95,7 +95,8 @@ def _panel(axis: Any, board: Leaderboard, high: float) -> None:
         )
     for position, mean, row in zip(positions, means, board.rows, strict=True):
         axis.text(
-            max(mean, row.ci_high if math.isfinite(row.ci_high) else mean) + (high - low) * 0.012,
+            max(mean, row.interval.high if math.isfinite(row.interval.high) else mean)
+            + (high - low) * 0.012,
             position,
             f"{mean:.2f}",
             va="center",

@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,12 +40,16 @@ HEADINGS = {
 }
 CSV_FIELDS = (
     "tier", "rank", "rank_shared", "standing", "status", "model", "prompt_version",
-    "n_scenarios", "n_runs", "n_candidates", *COLUMNS, "ci_low", "ci_high", "ci_method",
-    "vs_leader_n_pairs", "vs_leader_diff", "vs_leader_ci_low", "vs_leader_ci_high",
-    "vs_leader_ci_method", "vs_leader_p_value", "vs_leader_min_p_value", "vs_leader_verdict",
+    "n_scenarios", "n_runs", "n_candidates", *COLUMNS,
+    "interval_low", "interval_high", "interval_method",
+    "vs_leader_n_pairs", "vs_leader_difference_value", "vs_leader_difference_low",
+    "vs_leader_difference_high", "vs_leader_difference_method", "vs_leader_p_value",
+    "vs_leader_min_p_value", "vs_leader_verdict",
     "tied_with_leader", "combined_n_human", "combined_n_effective", "combined_lambda",
-    "combined_cs_low", "combined_cs_high",
+    "combined_sequence_low", "combined_sequence_high",
 )  # fmt: skip
+"""A row of the JSON flattened: a nested key is its path joined by `_` (`interval_low`, the
+row's `"interval": {"low": …}`)."""
 _CSV_P_VALUES = ("vs_leader_p_value", "vs_leader_min_p_value")
 
 
@@ -98,9 +102,9 @@ def versus_leader(row: LeaderboardRow, with_interval: bool = True) -> tuple[str,
         return "", ""
     if vs.n_pairs == 0:
         return "no shared scenarios", ""
-    text = fixed(vs.mean_diff, signed=True)
-    if with_interval and vs.ci_method != "none":
-        text += f" {interval(vs.ci_low, vs.ci_high, signed=True)}"
+    text = fixed(vs.difference.value, signed=True)
+    if with_interval and vs.difference.method != "none":
+        text += f" {interval(vs.difference.low, vs.difference.high, signed=True)}"
     return text, _p(vs.p_value) + ("*" if cannot_reach_alpha(row) else "")
 
 
@@ -128,7 +132,9 @@ def sequence_text(row: LeaderboardRow) -> str:
     figures = row.combined
     if figures is None or row.vs_leader is None:
         return ""
-    return interval(figures.cs_low, figures.cs_high, signed=True)
+    found = figures.sequence
+    low, high = (found.low, found.high) if found is not None else (math.nan, math.nan)
+    return interval(low, high, signed=True)
 
 
 def empty_message(board: Leaderboard) -> str:
@@ -216,7 +222,7 @@ def _build_table(board: Leaderboard, layout: _Layout) -> Table:
             name(row.model),
             name(row.prompt_version),
             fixed(row.composite),
-            interval(row.ci_low, row.ci_high),
+            interval(row.interval.low, row.interval.high),
             *(fixed(row.mean(column)) for column in layout.criteria),
             *([str(row.n_scenarios)] if layout.scenarios else []),
             *([str(row.n_candidates)] if layout.candidates else []),
@@ -291,11 +297,19 @@ def _csv_number(field: str, value: Any) -> Any:
     return round(value, 2)
 
 
+def _flat(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested keys as paths joined by `_`: ``{"interval": {"low": 1}}`` → ``interval_low``."""
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        if isinstance(value, Mapping):
+            flat |= _flat(value, f"{prefix}{key}_")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def _csv_values(board: Leaderboard, row: LeaderboardRow) -> dict[str, Any]:
-    data = row.to_dict()
-    vs = data.pop("vs_leader") or {}
-    data |= {f"vs_leader_{k}": v for k, v in vs.items() if k != "exact"}
-    data |= {f"combined_{k}": v for k, v in (data.pop("combined", None) or {}).items()}
+    data = _flat(row.to_dict())
     data["tier"] = board.tier
     return {
         field: "" if data.get(field) is None else _csv_number(field, data[field])
@@ -341,7 +355,7 @@ def to_markdown(boards: Sequence[Leaderboard]) -> str:
                 f"`{row.model}`",
                 f"`{row.prompt_version}`",
                 f"**{fixed(row.composite)}**" if row.first else fixed(row.composite),
-                interval(row.ci_low, row.ci_high),
+                interval(row.interval.low, row.interval.high),
                 *(fixed(row.mean(column)) for column in COLUMNS[1:]),
                 str(row.n_scenarios),
                 str(row.n_candidates),

@@ -99,9 +99,9 @@ def _ahead(comparison: PairedComparison, alpha: float) -> bool:
     """The comparison (this cell minus the other) shows the other significantly ahead: its
     confidence sequence lies below 0 where it has one (the combined tier: valid however
     often the leaderboard is looked at), else the single-look verdict is "different"."""
-    if comparison.anytime:
-        return comparison.cs_high < 0.0
-    return verdict(comparison, alpha) == "different" and comparison.mean_diff < 0
+    if comparison.sequence is not None and comparison.anytime:
+        return comparison.sequence.high < 0.0
+    return verdict(comparison, alpha) == "different" and comparison.difference.value < 0
 
 
 def place(

@@ -47,7 +47,7 @@ def chart_label(row: LeaderboardRow) -> str:
 
 def upper_limit(board: Leaderboard) -> float:
     """Where a chart's axis ends: 17, or just above the data (bars start at the floor)."""
-    top = [v for row in board.rows for v in (row.ci_high, row.composite) if math.isfinite(v)]
+    top = [v for row in board.rows for v in (row.interval.high, row.composite) if math.isfinite(v)]
     return min(COMPOSITE_RANGE[1], math.floor(max(top, default=COMPOSITE_RANGE[1])) + 1.0)
 
 
@@ -69,10 +69,10 @@ def axis_label(board: Leaderboard, separator: str = "; ") -> str:
 
 def interval_text(row: LeaderboardRow) -> str:
     """A row's interval for a tooltip: `[low, high] (exact)`, or why there is none."""
-    if row.ci_method == "none":
+    if row.interval.method == "none":
         return f"no interval on {row.n_scenarios} scenarios"
-    kind = {"sign-flip": "exact", "ppi": "combined, t"}.get(row.ci_method, "bootstrap")
-    return f"{interval(row.ci_low, row.ci_high)} ({kind})"
+    kind = {"sign-flip": "exact", "ppi": "combined, t"}.get(row.interval.method, "bootstrap")
+    return f"{interval(row.interval.low, row.interval.high)} ({kind})"
 
 
 class Column(BaseModel):
@@ -85,12 +85,12 @@ class Column(BaseModel):
 
 
 class Bar(BaseModel):
-    """A row in the chart: its mean composite and interval (None when not a number)."""
+    """A row in the chart: its mean composite and its interval (`Estimate.to_dict`: ends
+    None when not a number)."""
 
     label: str
     value: float | None
-    ci_low: float | None
-    ci_high: float | None
+    interval: dict[str, float | int | str | None]
     text: str
     tooltip: str
     colour: str
@@ -146,7 +146,7 @@ def _row(row: LeaderboardRow) -> Row:
             row.model,
             row.prompt_version,
             composite,
-            interval(row.ci_low, row.ci_high),
+            interval(row.interval.low, row.interval.high),
             *(fixed(row.mean(column)) for column in COLUMNS[1:]),
             str(row.n_scenarios),
             str(row.n_candidates),
@@ -158,8 +158,7 @@ def _row(row: LeaderboardRow) -> Row:
         bar=Bar(
             label=label,
             value=json_number(row.composite),
-            ci_low=json_number(row.ci_low),
-            ci_high=json_number(row.ci_high),
+            interval=row.interval.to_dict(),
             text=composite,
             tooltip=f"{label}: {composite} {interval_text(row)}, {standing}",
             colour=row_colour(row),

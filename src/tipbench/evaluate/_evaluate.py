@@ -93,7 +93,7 @@ class EvaluationReport:
             "clip": self.clip,
             "floor": json_number(self.floor),
             "observed": [
-                {"policy": o.policy, "decisions": o.decisions, **(estimate(o.value) or {})}
+                {"policy": o.policy, "decisions": o.decisions, "value": estimate(o.value)}
                 for o in self.observed
             ],
             "policies": [p.to_dict() for p in self.policies],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ import numpy.typing as npt
 from tipbench._words import counted
 from tipbench.human_tier._detectable import DetectableGap, detectable_gap
 from tipbench.stats import (
+    Estimate,
     Judged,
     LeaderDecision,
     Sample,
@@ -30,6 +31,7 @@ from tipbench.stats import (
     estimate,
     json_number,
     scenarios_needed,
+    sequence_estimate,
 )
 
 __all__ = ["AnytimeLeader", "anytime_leader", "cannot_decide", "human_decision"]
@@ -54,7 +56,7 @@ class AnytimeLeader:
         decided: Every other cell's sequence lies below the leader's.
         message: "the leader is decided", or why not (in words every view shows).
         sequences: Per other cell, the sequence of its difference with the leader (other −
-            leader; infinite ends while it has none).
+            leader; an `Estimate` of method "sequence", infinite ends while it has none).
         alpha: The level of each end of each comparison (α / (C − 1), one-sided).
         set_aside: The cells whose runs cover too few scenarios to be compared, with their
             scenarios: the leader is decided among the others.
@@ -64,7 +66,7 @@ class AnytimeLeader:
     leader: str | None
     decided: bool
     message: str
-    sequences: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    sequences: Mapping[str, Estimate] = field(default_factory=dict)
     alpha: float = math.nan
     set_aside: Mapping[str, int] = field(default_factory=dict)
     detectable: DetectableGap | None = None
@@ -73,12 +75,12 @@ class AnytimeLeader:
         """``; set aside, too few scenarios to compare: …`` (empty when none is)."""
         return _aside(self.set_aside)
 
-    def gain_over(self, name: str) -> tuple[float, float] | None:
+    def gain_over(self, name: str) -> Estimate | None:
         """The sequence of (leader − `name`), None if `name` is not compared."""
-        if name not in self.sequences:
+        found = self.sequences.get(name)
+        if found is None:
             return None
-        low, high = self.sequences[name]
-        return -high, -low
+        return replace(found, value=-found.value, low=-found.high, high=-found.low)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,10 +90,7 @@ class AnytimeLeader:
             "alpha_per_comparison": json_number(self.alpha),
             "set_aside": dict(self.set_aside),
             "detectable": self.detectable.to_dict() if self.detectable else None,
-            "sequences": {
-                name: [json_number(low), json_number(high)]
-                for name, (low, high) in self.sequences.items()
-            },
+            "sequences": {name: found.to_dict() for name, found in self.sequences.items()},
         }
 
 
@@ -117,11 +116,11 @@ def anytime_leader(
     set_aside = {names[c]: int(n) for c, n in enumerate(scenarios) if not comparable[c]}
     leader = int(decision.leader[0]) if len(decision.leader) else -1
     pair = decision.comparisons
-    spans = {
-        names[int(b)]: (float(low), float(high))
-        for b, low, high in zip(pair.b, decision.low, decision.high, strict=True)
-    }
     each = float(decision.alpha[0]) if len(decision.alpha) else alpha
+    spans = {
+        names[int(b)]: sequence_estimate(mean, low, high, each)
+        for b, mean, low, high in zip(pair.b, pair.mean, decision.low, decision.high, strict=True)
+    }
     name = names[leader] if leader >= 0 else None
 
     def said(decided: bool, message: str) -> AnytimeLeader:
@@ -144,12 +143,12 @@ def anytime_leader(
         )
     if leader < 0:
         return said(False, "a cell has no estimate yet")
-    open_ = [(other, span) for other, span in spans.items() if not span[1] < 0]
-    other, (low, high) = max(open_, key=lambda item: item[1][1])
+    open_ = [(other, span) for other, span in spans.items() if not span.high < 0]
+    other, span = max(open_, key=lambda item: item[1].high)
     return said(
         False,
         f"{other} may still be ahead of {name}: the confidence sequence of their difference "
-        f"is [{low:+.2f}, {high:+.2f}]",
+        f"is [{span.low:+.2f}, {span.high:+.2f}]",
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from tipbench._errors import TipbenchError
 from tipbench.promote import promote
+from tipbench.stats import gate_fields
 from tipbench.tracking import CellRun, TrackingStore
 
 CellState = Literal["missing", "failed", "collected", "auto-judged", "judged"]
@@ -69,8 +70,7 @@ def _gate(store: TrackingStore, experiment: str) -> Mapping[str, Any]:
     except TipbenchError as exc:  # an experiment the gate cannot read yet: say why
         return {"promote": False, "error": str(exc)}
     return {
-        "promote": decision.promote,
+        **gate_fields(decision.conditions),
         "prompt_version": decision.prompt_version,
         "decided_how": decision.decided_how(),
-        "checks": [check.to_dict() for check in decision.checks],
     }

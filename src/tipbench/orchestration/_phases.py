@@ -171,6 +171,7 @@ def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[s
     tips must not do worse with users than production's (`promote`'s online condition)."""
     from tipbench.online import state_evidence
     from tipbench.promote import promote
+    from tipbench.stats import gate_fields
 
     store = TrackingStore(task_store(tracking_uri))
     with state_evidence(store, os.environ.get("TIPBENCH_POLICY_STATE_URL")) as online:
@@ -180,19 +181,20 @@ def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[s
     logger.info("%s %s|%s (production now: %s)%s", verdict, decision.model,
                 decision.prompt_version, decision.production or "none",
                 "" if apply else " — dry run")  # fmt: skip
-    for check in decision.checks:
-        logger.info("  [%s] %s: %s", "x" if check.passed else " ", check.name, check.figure)
+    for condition in decision.conditions:
+        logger.info(
+            "  [%s] %s: %s", "x" if condition.passed else " ", condition.name, condition.figure
+        )
     return {
         "experiment": experiment,
         "tracking_uri": tracking_uri,
-        "promote": decision.promote,
+        **gate_fields(decision.conditions),
         "applied": result.applied,
         "decision_run": result.decision_run,
         "registry_version": result.registry_version,
         "model": decision.model,
         "prompt_version": decision.prompt_version,
         "production": decision.production,
-        "checks": [[check.name, check.passed, check.figure] for check in decision.checks],
     }
 
 
@@ -211,8 +213,8 @@ def approval_request(gates: list[dict[str, Any]], wanted: set[str]) -> dict[str,
             f"`{gate['decision_run']}` (dry run).\n"
         )
         parts.extend(
-            f"- [{'x' if passed else ' '}] **{name}**: {figure}"
-            for name, passed, figure in gate["checks"]
+            f"- [{'x' if c['passed'] else ' '}] **{c['name']}**: {c['figure']}"
+            for c in gate["conditions"]
         )
     return {"gates": passing, "body": "\n".join(parts)}
 

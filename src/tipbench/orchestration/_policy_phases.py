@@ -99,7 +99,9 @@ def aggregate(
     runs = log_simulation(TrackingStore(tracking_uri), validated.experiment, simulation)
     for policy in report.policies:
         vs = policy.vs_live
-        versus = "" if vs is None else f", {vs.mean_diff:+.4f} vs live (p = {vs.p_value:.4g})"
+        versus = (
+            "" if vs is None else f", {vs.difference.value:+.4f} vs live (p = {vs.p_value:.4g})"
+        )
         logger.info("%s: %.4f%s", policy.policy, policy.overall["reward"].value, versus)
     return {"run_id": runs.parent_run_id, "report": report.to_dict()}
 

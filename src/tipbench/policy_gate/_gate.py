@@ -39,8 +39,8 @@ from statistics import NormalDist
 from typing import Any
 
 from tipbench.evaluate import MIN_DECISIONS, Comparison, EvaluationReport, PolicyEvaluation
-from tipbench.simulate import SimulationReport, paired_dict, paired_interval
-from tipbench.stats import ALPHA, Condition, all_passed, json_numbers
+from tipbench.simulate import SimulationReport, paired_interval
+from tipbench.stats import ALPHA, Condition, all_passed, gate_fields, json_numbers
 
 DEFAULT_MARGIN_REWARD = 0.005  # the simulator's: mean reward per decision (rewards lie in [0, 1])
 OFF_POLICY_MARGIN_REWARD = 0.01  # δ: the loss per decision the served traffic must rule out
@@ -60,11 +60,12 @@ class PromotionDecision:
         return all_passed(self.conditions)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the verdict and its conditions as both gates write them
+        (`stats.gate_fields`), the challenger, the live policy and the evidence."""
         return {
-            "promote": self.promote,
+            **gate_fields(self.conditions),
             "challenger": self.challenger,
             "live": self.live,
-            "conditions": [c.to_dict() for c in self.conditions],
             "evidence": self.evidence,
         }
 
@@ -75,7 +76,7 @@ def _simulator(
     comparison = report.policy(challenger).vs_live
     if comparison is None or comparison.n_pairs == 0:
         return Condition("beats live in the simulator", False, "no paired simulation")
-    diff, p = comparison.mean_diff, comparison.p_value
+    diff, p = comparison.difference.value, comparison.p_value
     passed = diff >= margin and p < alpha
     why = "" if passed else (" (below the margin)" if diff < margin else f" (p ≥ {alpha:g})")
     return Condition(
@@ -221,7 +222,7 @@ def decide_promotion(
             "seeds": list(simulation.seeds),
             "days": simulation.days,
             "reward": {p.policy: p.overall["reward"].to_dict() for p in simulation.policies},
-            "vs_live": None if comparison is None else paired_dict(comparison),
+            "vs_live": None if comparison is None else comparison.to_dict(),
         },
     }
     if evaluation is not None:

@@ -32,7 +32,7 @@ from typing import Any
 from tipbench.compare import Leaderboard, LeaderboardRow
 from tipbench.human_tier import AnytimeLeader
 from tipbench.promote._registry import ProductionPrompt
-from tipbench.stats import ALPHA, Condition, PairedComparison, json_number, pairs_needed
+from tipbench.stats import ALPHA, Condition, PairedComparison, pairs_needed
 
 Versus = Callable[[tuple[str, str], tuple[str, str]], PairedComparison | None]
 """``versus(a, b)``: cell b minus cell a in the combined tier (None: no estimate)."""
@@ -111,7 +111,7 @@ def decide_combined(
     lam = candidate.combined.lam if candidate.combined is not None else 0.0
     calibration = "; ".join(c.describe() for c in board.calibration)
     enough, enough_figure = _enough(candidate, pairs_needed(alpha))
-    checks = [
+    conditions = [
         Condition("enough judged", enough, enough_figure),
         Condition(
             "sampling known",
@@ -129,25 +129,17 @@ def decide_combined(
         **({"anytime": anytime.to_dict()} if anytime is not None else {}),
     }
     if production is None:
-        checks.append(Condition("beats production", True, "nothing is in production yet"))
+        conditions.append(Condition("beats production", True, "nothing is in production yet"))
     elif prod == prompt:
-        checks.append(Condition("beats production", False, f"{prompt} is already in production"))
+        conditions.append(
+            Condition("beats production", False, f"{prompt} is already in production")
+        )
     else:
         gain = evidence.versus((model, prod or ""), (model, prompt))
-        checks.append(_beats(gain, prod or "", model, margin))
+        conditions.append(_beats(gain, prod or "", model, margin))
         if gain is not None:
-            record["vs_production"] = {
-                "combined": {
-                    "n_pairs": gain.n_pairs,
-                    "diff": json_number(gain.mean_diff),
-                    "ci_low": json_number(gain.ci_low),
-                    "ci_high": json_number(gain.ci_high),
-                    "p_value": json_number(gain.p_value),
-                    "cs_low": json_number(gain.cs_low),
-                    "cs_high": json_number(gain.cs_high),
-                }
-            }
-    return model, prompt, checks, record
+            record["vs_production"] = {"combined": gain.to_dict()}
+    return model, prompt, conditions, record
 
 
 def _first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Condition:
@@ -172,14 +164,16 @@ def _beats(gain: PairedComparison | None, production: str, model: str, margin: f
             f"production prompt {production} has no combined estimate on {model} in this "
             "experiment: nothing to compare with",
         )
+    single, sequence = gain.difference, gain.sequence
+    low, high = (sequence.low, sequence.high) if sequence is not None else (math.nan, math.nan)
     text = (
-        f"combined gain over {production}: {gain.mean_diff:+.2f}, confidence sequence "
-        f"[{gain.cs_low:+.2f}, {gain.cs_high:+.2f}] (single look: "
-        f"[{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], p = {gain.p_value:.3f}), "
+        f"combined gain over {production}: {single.value:+.2f}, confidence sequence "
+        f"[{low:+.2f}, {high:+.2f}] (single look: "
+        f"[{single.low:+.2f}, {single.high:+.2f}], p = {gain.p_value:.3f}), "
         f"{gain.n_pairs} human-judged scenarios"
     )
-    if not gain.mean_diff >= margin:
+    if not single.value >= margin:
         return Condition("beats production", False, f"{text}; below the margin {margin:g}")
-    if not gain.cs_low > 0:
+    if not low > 0:
         return Condition("beats production", False, f"{text}; the sequence still holds 0")
     return Condition("beats production", True, text)

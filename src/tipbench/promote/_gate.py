@@ -16,7 +16,7 @@ from tipbench.stats import (
     Condition,
     PairedComparison,
     all_passed,
-    json_number,
+    gate_fields,
     pairs_needed,
     verdict,
 )
@@ -32,7 +32,7 @@ class Decision:
     model: str | None
     prompt_version: str | None
     production: str | None
-    checks: tuple[Condition, ...]
+    conditions: tuple[Condition, ...]
     evidence: dict[str, Any] = field(default_factory=dict)
     decided_by: str = "both"
     """Which tier decided: "combined" (where both tiers have scores drawn in a judging order)
@@ -42,7 +42,7 @@ class Decision:
 
     @property
     def promote(self) -> bool:
-        return all_passed(self.checks)
+        return all_passed(self.conditions)
 
     def decided_how(self) -> str:
         """`decided by the combined tier: both tiers have scores, …`"""
@@ -50,13 +50,14 @@ class Decision:
         return f"decided by {tier}: {self.why}" if self.why else f"decided by {tier}"
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the verdict and its conditions as both gates write them
+        (`stats.gate_fields`), the cell, production, who decided and the evidence."""
         return {
-            "promote": self.promote,
+            **gate_fields(self.conditions),
             "model": self.model,
             "prompt_version": self.prompt_version,
             "production": self.production,
             "decided_by": {"tier": self.decided_by, "why": self.why},
-            "checks": [check.to_dict() for check in self.checks],
             "evidence": self.evidence,
         }
 
@@ -68,16 +69,6 @@ def _row(board: Leaderboard, model: str, prompt: str) -> LeaderboardRow | None:
 def _vs(a: LeaderboardRow, b: LeaderboardRow) -> PairedComparison:
     """`b` minus `a`, paired by scenario."""
     return compare_pairs(a.scenarios, b.scenarios)
-
-
-def _comparison(c: PairedComparison) -> dict[str, Any]:
-    return {
-        "n_pairs": c.n_pairs,
-        "diff": json_number(c.mean_diff),
-        "ci_low": json_number(c.ci_low),
-        "ci_high": json_number(c.ci_high),
-        "p_value": json_number(c.p_value),
-    }
 
 
 def decide(
@@ -119,12 +110,12 @@ def decide(
     usable, why = combined_usable(human, auto, combined)
     if usable:
         assert combined is not None
-        model, prompt, checks, record = decide_combined(combined, production, margin, alpha)
+        model, prompt, conditions, record = decide_combined(combined, production, margin, alpha)
         return Decision(
             model,
             prompt,
             production.prompt_version if production else None,
-            tuple(checks),
+            tuple(conditions),
             record,
             decided_by="combined",
             why=why,
@@ -165,21 +156,23 @@ def _decide_both(
             f"the automatic tier is not counted, so nothing confirms {_names(human_first)} "
             "(calibrate a better judge: tipbench judge calibrate --judge-model SPEC)",
         )
-    checks = [
+    conditions = [
         _enough(candidate, auto_row, auto, pairs_needed(alpha)),
         calibrated,
         _human_first(candidate, human.anytime),
         agree,
     ]
     if production is None:
-        checks.append(Condition("beats production", True, "nothing is in production yet"))
+        conditions.append(Condition("beats production", True, "nothing is in production yet"))
     elif prod == prompt:
-        checks.append(Condition("beats production", False, f"{prompt} is already in production"))
+        conditions.append(
+            Condition("beats production", False, f"{prompt} is already in production")
+        )
     else:
-        check, margins = _beats(human, auto, candidate, model, prod or "", margin, alpha)
-        checks.append(check)
+        beats, margins = _beats(human, auto, candidate, model, prod or "", margin, alpha)
+        conditions.append(beats)
         evidence["vs_production"] = margins
-    return Decision(model, prompt, prod, tuple(checks), evidence)
+    return Decision(model, prompt, prod, tuple(conditions), evidence)
 
 
 def _human_first(candidate: LeaderboardRow, anytime: AnytimeLeader | None) -> Condition:
@@ -302,9 +295,9 @@ def _not_first(row: LeaderboardRow, auto: Leaderboard) -> str:
 
 
 def _interval(vs: PairedComparison) -> str:
-    if math.isnan(vs.ci_low):
-        return f"{vs.mean_diff:+.2f}, too few scenarios for an interval"
-    return f"{vs.mean_diff:+.2f} [{vs.ci_low:+.2f}, {vs.ci_high:+.2f}]"
+    if math.isnan(vs.difference.low):
+        return f"{vs.difference.value:+.2f}, too few scenarios for an interval"
+    return vs.difference.text(2, signed=True)
 
 
 def _beats(
@@ -331,28 +324,29 @@ def _beats(
     sequence = (
         human.anytime.gain_over(human_prod.name) if human.anytime.leader == leader.name else None
     )
-    low, high = sequence if sequence is not None else (math.nan, math.nan)
+    low, high = (sequence.low, sequence.high) if sequence is not None else (math.nan, math.nan)
     evidence = {
-        "human": _comparison(gain) | {"cs_low": json_number(low), "cs_high": json_number(high)},
-        "auto": auto_gain and _comparison(auto_gain),
+        "human": replace(gain, sequence=sequence).to_dict(),
+        "auto": auto_gain and auto_gain.to_dict(),
     }
+    single = gain.difference
     text = (
-        f"human gain over {production}: {gain.mean_diff:+.2f}, confidence sequence "
-        f"[{low:+.2f}, {high:+.2f}] (single look: [{gain.ci_low:+.2f}, {gain.ci_high:+.2f}], "
+        f"human gain over {production}: {single.value:+.2f}, confidence sequence "
+        f"[{low:+.2f}, {high:+.2f}] (single look: [{single.low:+.2f}, {single.high:+.2f}], "
         f"p = {gain.p_value:.3f}), {gain.n_pairs} scenarios"
     )
-    if gain.n_pairs == 0 or not gain.mean_diff >= margin:
+    if gain.n_pairs == 0 or not single.value >= margin:
         return Condition(
             "beats production", False, f"{text}; below the margin {margin:g}"
         ), evidence
     if not low > 0:
         why = "not decided" if sequence is None else "the sequence still holds 0"
         return Condition("beats production", False, f"{text}; {why}"), evidence
-    if auto_gain is None or not auto_gain.mean_diff > 0:
-        diff = "none" if auto_gain is None else f"{auto_gain.mean_diff:+.2f}"
+    if auto_gain is None or not auto_gain.difference.value > 0:
+        diff = "none" if auto_gain is None else f"{auto_gain.difference.value:+.2f}"
         return Condition(
             "beats production", False, f"{text}; the auto tier disagrees ({diff})"
         ), evidence
     return Condition(
-        "beats production", True, f"{text}; auto gain {auto_gain.mean_diff:+.2f}"
+        "beats production", True, f"{text}; auto gain {auto_gain.difference.value:+.2f}"
     ), evidence

@@ -98,8 +98,8 @@ def with_online(
     if decision.production is None or decision.production == decision.prompt_version:
         what = "nothing is in production yet" if decision.production is None else "in production"
         check = Condition(NOT_WORSE_ONLINE, True, f"{what}: nothing to compare online")
-        return replace(decision, checks=(*decision.checks, check))
+        return replace(decision, conditions=(*decision.conditions, check))
     comparison = online(candidate, f"{decision.model}|{decision.production}")
     check = online_condition(comparison, margin)
     evidence = {**decision.evidence, "online": comparison.to_dict() | {"margin": margin}}
-    return replace(decision, checks=(*decision.checks, check), evidence=evidence)
+    return replace(decision, conditions=(*decision.conditions, check), evidence=evidence)

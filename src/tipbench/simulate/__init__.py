@@ -25,7 +25,6 @@ from tipbench.simulate._report import (
     METRICS,
     PolicyReport,
     SimulationReport,
-    paired_dict,
     summarise,
     versus,
 )
@@ -106,7 +105,6 @@ __all__ = [
     "log_sim_ab",
     "log_simulation",
     "make_world",
-    "paired_dict",
     "paired_interval",
     "play",
     "render_report",

@@ -3,8 +3,6 @@ policy, the per-persona table and the learning curve."""
 
 from __future__ import annotations
 
-import math
-
 from tipbench.simulate._report import SimulationReport
 from tipbench.stats import Estimate, PairedComparison, pairs_needed
 
@@ -12,10 +10,11 @@ from tipbench.stats import Estimate, PairedComparison, pairs_needed
 def paired_interval(c: PairedComparison) -> str:
     """The interval of a paired difference, `[+0.0114, +0.0257]`; below the seeds an exact
     interval needs (`compare.pairs_needed`: 6 at 95%), a note saying so instead of NaN."""
-    if math.isnan(c.ci_low) or math.isnan(c.ci_high):
-        needed = pairs_needed(1 - c.confidence)
-        return f"(no {c.confidence:.0%} interval from {c.n_pairs} seeds: {needed} needed)"
-    return f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
+    d = c.difference
+    if not d.has_interval:
+        needed = pairs_needed(1 - d.confidence)
+        return f"(no {d.confidence:.0%} interval from {c.n_pairs} seeds: {needed} needed)"
+    return f"[{d.low:+.4f}, {d.high:+.4f}]"
 
 
 def over_seeds_text(e: Estimate) -> str:
@@ -37,7 +36,9 @@ def render_report(report: SimulationReport, header: str) -> list[str]:
         name = f"{p.policy} (live)" if p.policy == report.live else p.policy
         vs = p.vs_live
         versus = (
-            "—" if vs is None else f"{vs.mean_diff:+.4f} {paired_interval(vs)} p = {vs.p_value:.4g}"
+            "—"
+            if vs is None
+            else f"{vs.difference.value:+.4f} {paired_interval(vs)} p = {vs.p_value:.4g}"
         )
         o = p.overall
         lines.append(

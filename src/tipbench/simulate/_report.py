@@ -65,7 +65,7 @@ class PolicyReport:
             },
             "per_day": [v.to_dict() for v in self.per_day],
             "per_seed": {str(k): v for k, v in self.per_seed.items()},
-            "vs_live": None if self.vs_live is None else paired_dict(self.vs_live),
+            "vs_live": None if self.vs_live is None else self.vs_live.to_dict(),
         }
 
 
@@ -154,16 +154,6 @@ class SimulationReport:
                 row["seeds"] = metrics["reward"].n
                 rows.append(row)
         return rows
-
-
-def paired_dict(c: PairedComparison) -> dict[str, Any]:
-    return {
-        "n_pairs": c.n_pairs,
-        "diff": json_number(c.mean_diff),
-        "ci_low": json_number(c.ci_low),
-        "ci_high": json_number(c.ci_high),
-        "p_value": json_number(c.p_value),
-    }
 
 
 def versus(live: Sequence[SeedOutcome], other: Sequence[SeedOutcome]) -> PairedComparison:

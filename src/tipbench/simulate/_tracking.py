@@ -106,7 +106,7 @@ def _parent(simulation: Simulation, plot: Path) -> RunRecord:
         metrics[f"reward_low.{policy.policy}"] = policy.overall["reward"].low
         metrics[f"reward_high.{policy.policy}"] = policy.overall["reward"].high
         if policy.vs_live is not None:
-            metrics[f"diff.{policy.policy}"] = policy.vs_live.mean_diff
+            metrics[f"diff.{policy.policy}"] = policy.vs_live.difference.value
             metrics[f"p_value.{policy.policy}"] = policy.vs_live.p_value
     best = max(report.policies, key=lambda p: p.overall["reward"].value)
     return RunRecord(
@@ -211,7 +211,10 @@ def log_sim_ab(store: TrackingStore, experiment: str, ab: SimAB, tips_from: str)
         metrics |= {f"reward.{key}": reward.value, f"reward_low.{key}": reward.low,
                     f"reward_high.{key}": reward.high}  # fmt: skip
         if arm.vs_live is not None:
-            metrics |= {f"diff.{key}": arm.vs_live.mean_diff, f"p_value.{key}": arm.vs_live.p_value}
+            metrics |= {
+                f"diff.{key}": arm.vs_live.difference.value,
+                f"p_value.{key}": arm.vs_live.p_value,
+            }
     document = {
         **report.to_dict(),
         "tips_from": tips_from,

@@ -8,16 +8,19 @@ here. What lives where:
 - `ALPHA`, `CONFIDENCE`, `Z`, `Estimate`, `json_number`, `json_numbers` (`_estimate`): the
   levels, the one estimate-with-interval type (and its text), NaN- and infinity-safe numbers
   for JSON;
-- `Condition`, `all_passed` (`_gate`): the shape of both promotion gates;
-- `mean_interval`, `paired_comparison`, `verdict` (`_sign_flip`): exact sign-flip intervals
-  and tests on few values, the percentile bootstrap on more (Hartigan, 1969);
+- `Condition`, `all_passed`, `gate_fields` (`_gate`): the shape of both promotion gates
+  and the one way they write it;
+- `mean_interval`, `paired_comparison`, `PairedComparison`, `verdict` (`_sign_flip`): exact
+  sign-flip intervals and tests on few values, the percentile bootstrap on more (Hartigan,
+  1969), a paired comparison and its JSON;
 - `Judged`, `Sample`, `estimate` (`_ppi`, `_moments`): prediction-powered means of many
   automatic scores corrected by a known sample of human ones (PPI++, Angelopoulos, Duchi
   and Zrnic, 2023; active inference, Zrnic and Candès, 2024), the scenario the unit;
 - `differences` (`_paired`): two such estimates paired by scenario, and t quantiles;
-- `decide_leader`, `sequence_radius` (`_confseq`): confidence sequences valid at every
-  look up to the experiment's horizon (Lan and DeMets, 1983) and the leader they decide,
-  a comparison with the best (Hsu, 1996);
+- `decide_leader`, `sequence_radius`, `sequence_estimate` (`_confseq`): confidence
+  sequences valid at every look up to the experiment's horizon (Lan and DeMets, 1983), the
+  leader they decide, a comparison with the best (Hsu, 1996), and one sequence as an
+  `Estimate`;
 - `resolution_variance` (`_floor`): the variance floor an integer scale leaves (Sheppard).
 """
 
@@ -30,6 +33,7 @@ from tipbench.stats._confseq import (
     decide_leader,
     horizon_boundary,
     scenarios_needed,
+    sequence_estimate,
     sequence_radius,
     sequences,
     small_sample_factor,
@@ -45,7 +49,7 @@ from tipbench.stats._estimate import (
     json_numbers,
 )
 from tipbench.stats._floor import STEP_VARIANCE, resolution_variance
-from tipbench.stats._gate import Condition, all_passed
+from tipbench.stats._gate import Condition, all_passed, gate_fields
 from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._paired import (
     Difference,
@@ -97,6 +101,7 @@ __all__ = [
     "decide_leader",
     "differences",
     "estimate",
+    "gate_fields",
     "half_width",
     "horizon_boundary",
     "json_number",
@@ -108,6 +113,7 @@ __all__ = [
     "pool_pairs",
     "resolution_variance",
     "scenarios_needed",
+    "sequence_estimate",
     "sequence_radius",
     "sequences",
     "sign_flip_interval",

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.stats._estimate import ALPHA
+from tipbench.stats._estimate import ALPHA, Estimate
 from tipbench.stats._judged import Judged, Sample
 from tipbench.stats._paired import Difference, PairPool, differences, pool_pairs
 from tipbench.stats._ppi import Estimates
@@ -65,6 +65,7 @@ __all__ = [
     "decide_leader",
     "horizon_boundary",
     "scenarios_needed",
+    "sequence_estimate",
     "sequence_radius",
     "sequences",
     "small_sample_factor",
@@ -110,6 +111,13 @@ def horizon_boundary(alpha: float | _Float) -> _Float:
     found = np.asarray([_boundary(float(level)) for level in levels], dtype=np.float64)
     out: _Float = found[index].reshape(alpha.shape)
     return out
+
+
+def sequence_estimate(mean: float, low: float, high: float, alpha: float, n: int = 0) -> Estimate:
+    """One pair's confidence sequence as the `Estimate` every result and JSON shows: method
+    "sequence", each end wrong with probability ``alpha`` over every look (so the two ends
+    together hold at 1 − 2α); infinite ends while the pair has none."""
+    return Estimate(float(mean), float(low), float(high), "sequence", n=n, confidence=1 - 2 * alpha)
 
 
 def sequence_radius(variance: _Float, horizon_variance: _Float, alpha: float | _Float) -> _Float:

@@ -4,8 +4,11 @@ and the numbers JSON can carry.
 `ALPHA` and `CONFIDENCE` are the one home of the levels every interval, test, confidence
 sequence and promotion gate uses. `Estimate` is a point estimate with its interval and how
 the interval was made: a leaderboard cell's mean (exact sign-flip, bootstrap, or the
-combined tier's t interval), and, with a standard error, a normal interval such as an
-off-policy estimate's (`Estimate.normal`). `json_number` writes a figure that may be NaN or
+combined tier's t interval), a paired difference and its confidence sequence, and, with a
+standard error, a normal interval such as an off-policy estimate's (`Estimate.normal`). It
+is the one interval of every result and JSON document in both loops: its `to_dict` keys
+(`value`, `low`, `high`, `method`, `se`, `n`, `confidence`) are the same everywhere.
+`json_number` writes a figure that may be NaN or
 infinite as JSON can hold it: None.
 """
 
@@ -26,11 +29,12 @@ CONFIDENCE = 1.0 - ALPHA
 Z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2.0)
 """The normal quantile of a two-sided `CONFIDENCE` interval (1.96): ``value ± Z · se``."""
 
-IntervalMethod = Literal["sign-flip", "bootstrap", "none", "ppi", "normal"]
+IntervalMethod = Literal["sign-flip", "bootstrap", "none", "ppi", "normal", "sequence"]
 """How an interval was made: exact (inverting the sign-flip test, `mean_interval` on few
 values), percentile bootstrap (on more), none (too few values for any interval), the t
-interval of a prediction-powered estimate (the combined tier, `stats._ppi`), or
-``value ± z · se`` (`Estimate.normal`)."""
+interval of a prediction-powered estimate (the combined tier, `stats._ppi`),
+``value ± z · se`` (`Estimate.normal`), or an anytime-valid confidence sequence (valid
+however often one looks, `stats._confseq`; infinite ends while there is none yet)."""
 
 
 def json_number(value: float | None) -> float | None:

@@ -3,7 +3,9 @@ decided it.
 
 A prompt version (`promote`) and a tip-serving policy (`policy_gate`) are promoted by the
 same rule of form: every condition must pass, and each says in words and numbers what
-decided it, so that a refusal names its reason. What differs between the gates is their
+decided it, so that a refusal names its reason. Both write their verdict the same way
+(`gate_fields`): ``"promote"`` and the ``"conditions"``, each ``{"name", "passed",
+"figure"}``. What differs between the gates is their
 conditions and their margins, which each gate names with its units
 (`promote.DEFAULT_MARGIN_POINTS`, composite points; `policy_gate.DEFAULT_MARGIN_REWARD` and
 `OFF_POLICY_MARGIN_REWARD`, reward per decision); the level is `ALPHA` for both.
@@ -13,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Condition", "all_passed"]
+__all__ = ["Condition", "all_passed", "gate_fields"]
 
 
 @dataclass(frozen=True)
@@ -41,3 +44,10 @@ def all_passed(conditions: Iterable[Condition]) -> bool:
     """A gate promotes only if it has conditions and every one of them passed."""
     found = list(conditions)
     return bool(found) and all(condition.passed for condition in found)
+
+
+def gate_fields(conditions: Iterable[Condition]) -> dict[str, Any]:
+    """A gate's verdict as JSON, the one serialiser of both gates: ``{"promote": bool,
+    "conditions": [{"name", "passed", "figure"}, …]}`` (`all_passed`, `Condition.to_dict`)."""
+    found = list(conditions)
+    return {"promote": all_passed(found), "conditions": [c.to_dict() for c in found]}

@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from tipbench.stats._estimate import ALPHA, CONFIDENCE, Estimate, IntervalMethod
+from tipbench.stats._estimate import ALPHA, CONFIDENCE, Estimate, IntervalMethod, json_number
 
 __all__ = [
     "EXACT_MAX_PAIRS",
@@ -55,41 +55,46 @@ class PairedComparison:
 
     Attributes:
         n_pairs: Number of scenarios both sides have.
-        mean_diff: Mean over those scenarios of other - leader (negative: other is behind).
-        ci_low: Lower end of the confidence interval of ``mean_diff`` (see `mean_interval`;
-            NaN when there is none).
-        ci_high: Upper end of that interval.
+        difference: The mean over those scenarios of other - leader (negative: other is
+            behind) with its confidence interval (see `mean_interval`; NaN ends when there
+            is none), how it was made, and ``n`` the pairs.
         p_value: Two-sided sign-flip permutation p-value for a mean difference of zero.
         exact: True if ``p_value`` comes from enumerating every sign flip.
-        confidence: Confidence level of the interval.
         min_p_value: The smallest p-value the test can give with this many pairs, whatever
             the differences: ``2 / 2**n_pairs`` when exact. Above the significance level,
             nothing can be significant.
-        ci_method: How the interval was made.
-        cs_low: Lower end of the difference's anytime-valid confidence sequence (NaN: none;
-            the combined tier and the promotion gate make one, `stats._confseq`).
-        cs_high: Its upper end. Where a comparison has a sequence, "significantly ahead"
+        sequence: The difference's anytime-valid confidence sequence, an `Estimate` of
+            method "sequence" (None: none; the combined tier and the promotion gate make
+            one, `stats._confseq`). Where a comparison has a sequence, "significantly ahead"
             means the sequence excludes 0 (`anytime`), not the single-look test.
 
     With ``n_pairs == 0`` every figure is NaN.
     """
 
     n_pairs: int
-    mean_diff: float
-    ci_low: float
-    ci_high: float
+    difference: Estimate
     p_value: float
     exact: bool
-    confidence: float
     min_p_value: float = math.nan
-    ci_method: IntervalMethod = "bootstrap"
-    cs_low: float = math.nan
-    cs_high: float = math.nan
+    sequence: Estimate | None = None
 
     @property
     def anytime(self) -> bool:
         """The comparison carries a confidence sequence (valid however often one looks)."""
-        return not (math.isnan(self.cs_low) or math.isnan(self.cs_high))
+        return self.sequence is not None and self.sequence.has_interval
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``n_pairs``, ``difference`` and ``sequence`` (`Estimate.to_dict`, the
+        latter None), ``p_value``, ``exact``, ``min_p_value``: the one way both loops write
+        a paired comparison."""
+        return {
+            "n_pairs": self.n_pairs,
+            "difference": self.difference.to_dict(),
+            "p_value": json_number(self.p_value),
+            "exact": self.exact,
+            "min_p_value": json_number(self.min_p_value),
+            "sequence": None if self.sequence is None else self.sequence.to_dict(),
+        }
 
 
 def min_attainable_p(n_pairs: int, n_resamples: int = 10_000) -> float:
@@ -332,14 +337,10 @@ def paired_comparison(
         p_value, exact = _sign_flip_p_value(diffs, n_resamples, np.random.default_rng(perm_seed))
     return PairedComparison(
         n_pairs=len(diffs),
-        mean_diff=interval.value,
-        ci_low=interval.low,
-        ci_high=interval.high,
+        difference=interval,
         p_value=p_value,
         exact=exact,
-        confidence=confidence,
         min_p_value=min_attainable_p(len(diffs), n_resamples),
-        ci_method=interval.method,
     )
 
 
@@ -376,7 +377,7 @@ def verdict(comparison: PairedComparison, alpha: float = ALPHA) -> Verdict:
     c = comparison
     if c.n_pairs == 0 or math.isnan(c.p_value) or not c.min_p_value < alpha:
         return "inconclusive"
-    holds_zero = c.ci_low <= 0.0 <= c.ci_high
+    holds_zero = c.difference.low <= 0.0 <= c.difference.high
     if c.p_value < alpha and not holds_zero:
         return "different"
     if c.p_value >= alpha and holds_zero:

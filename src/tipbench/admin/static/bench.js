@@ -344,8 +344,8 @@
       rect.append(svg("title", {}, bar.tooltip));
       chart.append(rect);
       let labelX = x(bar.value);
-      if (bar.ci_low !== null && bar.ci_high !== null) {
-        const [a, b] = [x(bar.ci_low), x(bar.ci_high)];
+      if (bar.interval.low !== null && bar.interval.high !== null) {
+        const [a, b] = [x(bar.interval.low), x(bar.interval.high)];
         chart.append(
           svg("line", { x1: a, x2: b, y1: mid, y2: mid, stroke: "#333", "stroke-width": 1.3 }),
           svg("line", { x1: a, x2: a, y1: mid - 5, y2: mid + 5, stroke: "#333", "stroke-width": 1.3 }),

@@ -96,9 +96,9 @@
     const verdict = gate.error ? `Gate: cannot decide yet: ${gate.error}` : `Gate: ${what}: ${gate.decided_how}`;
     $("heldout-gate").textContent = verdict;
     $("heldout-gate").dataset.promote = gate.promote ? "yes" : "no";
-    $("heldout-checks").replaceChildren(...(gate.checks || []).map((check) =>
-      el("li", { "data-passed": check.passed ? "yes" : "no" },
-        `${check.passed ? "✓" : "✗"} ${check.name}: ${check.figure}`)));
+    $("heldout-checks").replaceChildren(...(gate.conditions || []).map((condition) =>
+      el("li", { "data-passed": condition.passed ? "yes" : "no" },
+        `${condition.passed ? "✓" : "✗"} ${condition.name}: ${condition.figure}`)));
   }
 
   async function loadDetail() {

@@ -71,7 +71,7 @@
             el("td", { class: "num" }, fixed(p.overall.regret.value)),
             el("td", { class: "num" }, fixed(p.overall.completion.value, 3)),
             el("td", { class: "num" }, fixed(p.overall.dismiss.value, 3)),
-            el("td", { class: "num" }, vs ? `${signed(vs.diff)} [${signed(vs.ci_low)}, ${signed(vs.ci_high)}]` : "—"),
+            el("td", { class: "num" }, vs ? `${signed(vs.difference.value)} [${signed(vs.difference.low)}, ${signed(vs.difference.high)}]` : "—"),
             el("td", { class: "num" }, vs && vs.p_value !== null ? Number(vs.p_value).toPrecision(3) : "—"));
         }),
       );
@@ -93,7 +93,7 @@
         fill($("evaluation"), []);
         return;
       }
-      const observed = evaluation.observed.map((o) => `${o.policy} ${fixed(o.value)} over ${count(o.decisions)}`);
+      const observed = evaluation.observed.map((o) => `${o.policy} ${fixed(o.value.value)} over ${count(o.decisions)}`);
       $("evaluation-summary").textContent =
         `${count(evaluation.decisions)} logged decisions, ${count(evaluation.rewarded)} rewarded; ` +
         `observed: ${observed.join("; ") || "none"}.`;
