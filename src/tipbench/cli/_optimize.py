@@ -10,13 +10,9 @@ import click
 from tipbench._progress_events import ProgressEvents
 from tipbench._redact import redact_uri
 from tipbench._words import counted
-from tipbench.auto_judge import DEFAULT_JUDGE_MODEL
 from tipbench.cli import _options as options
 from tipbench.cli._progress import CellProgress, JudgeProgress, _BarProgress
 from tipbench.optimize import (
-    DEFAULT_MINIBATCH,
-    DEFAULT_OPTIMIZE_EXPERIMENT,
-    DEFAULT_SHORTLIST,
     Cost,
     IterationSummary,
     OptimizationResult,
@@ -26,6 +22,13 @@ from tipbench.optimize import (
     skipped_by_reason,
 )
 from tipbench.suite import PromptVersion
+
+_FIELDS = OptimizeConfig.model_fields
+
+
+def _default(name: str) -> object:
+    """An option's default: the settings' own (`OptimizeConfig`), the one home of each."""
+    return _FIELDS[name].default
 
 
 class OptimizeBar(_BarProgress):
@@ -72,7 +75,7 @@ class OptimizeBar(_BarProgress):
 @click.option("--model", required=True, help="The model whose prompt is optimized (a spec).")
 @click.option(
     "--reflection-model",
-    default=DEFAULT_JUDGE_MODEL,
+    default=_default("reflection_model"),
     show_default=True,
     help="The model that proposes new versions: one of 3B or more is useful (SPEC@3B declares "
     "the size of a model its server does not report); the bundled 135M model only shows the "
@@ -80,7 +83,7 @@ class OptimizeBar(_BarProgress):
 )
 @click.option(
     "--judge-model",
-    default=DEFAULT_JUDGE_MODEL,
+    default=_default("judge_model"),
     show_default=True,
     help="The automatic judge that scores training scenarios.",
 )
@@ -92,30 +95,30 @@ class OptimizeBar(_BarProgress):
 )
 @click.option(
     "--train-scenarios",
-    default="",
+    default=_default("train_scenarios"),
     help="N (drawn with --seed) or comma-separated scenario ids [default: all but the "
     "scenarios the gate needs held out, at most half].",
 )
-@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--seed", type=int, default=_default("seed"), show_default=True)
 @click.option(
     "--shortlist",
     type=int,
-    default=DEFAULT_SHORTLIST,
+    default=_default("shortlist"),
     show_default=True,
     help="At most this many proposals go on to the held-out scenarios.",
 )
 @click.option(
     "--minibatch",
     type=int,
-    default=DEFAULT_MINIBATCH,
+    default=_default("minibatch"),
     show_default=True,
     help="Training scenarios per reflection.",
 )
-@click.option("--n-tips", type=int, default=5, show_default=True)
-@click.option("--temperature", type=float, default=0.7, show_default=True)
+@click.option("--n-tips", type=int, default=_default("n_tips"), show_default=True)
+@click.option("--temperature", type=float, default=_default("temperature"), show_default=True)
 @click.option(
     "--experiment",
-    default=DEFAULT_OPTIMIZE_EXPERIMENT,
+    default=_default("experiment"),
     show_default=True,
     help="MLflow experiment of the training evaluations.",
 )
@@ -158,9 +161,7 @@ def optimize_command(
     scores of its tips and rewrites it) on training scenarios, then run the shortlist and
     the start on held-out scenarios for the gate. Re-running the same command resumes.
     """
-    config = OptimizeConfig.model_validate(
-        {**values, "heldout": not no_heldout, "openai_base_url": openai_base_url}
-    )
+    config = settings(no_heldout=no_heldout, openai_base_url=openai_base_url, **values)
     events = ProgressEvents.from_environment()
     events.phase("optimize")
     with (
@@ -178,6 +179,17 @@ def optimize_command(
     events.phase("report")
     report(result)
     sys.exit(_exit_code(result))
+
+
+def settings(*, no_heldout: bool, openai_base_url: str | None, **values: object) -> OptimizeConfig:
+    """The optimization the options ask for (`OptimizeConfig.cli_args` is the way back).
+
+    Raises:
+        pydantic.ValidationError: A value out of its bounds, named.
+    """
+    return OptimizeConfig.model_validate(
+        {**values, "heldout": not no_heldout, "openai_base_url": openai_base_url}
+    )
 
 
 def report(result: OptimizationResult) -> None:

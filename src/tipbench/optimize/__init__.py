@@ -2,7 +2,9 @@
 scenarios; the shortlist is judged on held-out scenarios, where only the gate promotes.
 
 `optimize` is the whole run (`tipbench optimize`); `OptimizeConfig` its settings, validated
-as the CLI, the admin API and the DAG give them; `split_scenarios` the stated, seeded split.
+as the CLI, the admin API and the DAG give them, and its command line (`cli_args`);
+`OptimizeRequest` the same asked for from outside a shell (the admin job and the DAG's conf
+extend it); `split_scenarios` the stated, seeded split.
 
 Only the settings are imported with the package: the rest (GEPA, MLflow's callers, the
 leaderboards) loads on first use, so that the DAG file and `--help` stay cheap.
@@ -19,6 +21,7 @@ from tipbench.optimize._config import (
     ModelRole,
     OptimizeConfig,
 )
+from tipbench.optimize._request import DEFAULT_REQUEST_BUDGET, DEFAULT_START, OptimizeRequest
 
 if TYPE_CHECKING:
     from tipbench.optimize._checks import SkipReason
@@ -112,7 +115,9 @@ __all__ = [
     "BEST_METRIC",
     "DEFAULT_MINIBATCH",
     "DEFAULT_OPTIMIZE_EXPERIMENT",
+    "DEFAULT_REQUEST_BUDGET",
     "DEFAULT_SHORTLIST",
+    "DEFAULT_START",
     "HELDOUT_SUFFIX",
     "KIND_OPTIMIZATION",
     "LINEAGE_FILE",
@@ -128,6 +133,7 @@ __all__ = [
     "OptimizationStatus",
     "OptimizeConfig",
     "OptimizeProgress",
+    "OptimizeRequest",
     "Prepared",
     "Program",
     "SkipReason",

@@ -1,5 +1,7 @@
 """An optimization's settings: the keys of `tipbench optimize`, validated the same way from
-the CLI, the admin API and the DAG (`OptimizeConfig`).
+the CLI, the admin API and the DAG (`OptimizeConfig`), its defaults (the CLI's options show
+them) and the command line that runs it (`cli_args`); a request from outside a shell
+extends it (`optimize._request`).
 
 Model specs keep their declared size (`openai:MODEL@3B`), so that the size guard sees it
 wherever the spec goes next (collect, the judge, the reflection, the held-out grid). Each of
@@ -159,6 +161,43 @@ class OptimizeConfig(PhaseConfig):
         if self.spec(role).backend == "openai":
             return replace(options, openai_base_url=url)
         return replace(options, ollama_url=url)
+
+    def cli_args(self) -> list[str]:
+        """The `tipbench` arguments that run this optimization (the tracking URI is the
+        caller's to add): the one place its command line is built."""
+        args = [
+            "optimize",
+            "--from", self.from_version,
+            "--model", self.model,
+            "--judge-model", self.judge_model,
+            "--reflection-model", self.reflection_model,
+            "--budget", str(self.budget),
+            "--seed", str(self.seed),
+            "--shortlist", str(self.shortlist),
+            "--minibatch", str(self.minibatch),
+            "--n-tips", str(self.n_tips),
+            "--temperature", repr(self.temperature),
+            "--experiment", self.experiment,
+            "--max-model-b", repr(self.max_model_b),
+            "--ollama-url", self.ollama_url,
+            "--structured", self.structured,
+        ]  # fmt: skip
+        if self.openai_base_url:
+            args += ["--openai-base-url", self.openai_base_url]
+        for role in ROLES:
+            if (url := self.server(role)) is not None:
+                args += [f"--{role}-url", url]
+        if self.train_scenarios:
+            args += ["--train-scenarios", self.train_scenarios]
+        if self.heldout_experiment:
+            args += ["--heldout-experiment", self.heldout_experiment]
+        if not self.heldout:
+            args.append("--no-heldout")
+        if self.allow_unknown_size:
+            args.append("--allow-unknown-size")
+        if self.suite is not None:
+            args += ["--suite", self.suite]
+        return args
 
     def grid(self, prompts: list[str], scenarios: list[str], experiment: str) -> CollectConfig:
         """The grid of one model on these prompt versions and scenarios (collect's config)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError, field_validator
@@ -21,8 +20,7 @@ from pydantic import Field, ValidationError, field_validator
 from tipbench._errors import ConfigError
 from tipbench._progress_events import ProgressEvents, StepCounter
 from tipbench._redact import redact_uri
-from tipbench.collect import BENCH_EXPERIMENT_PATTERN, DEFAULT_MODELS
-from tipbench.optimize import DEFAULT_OPTIMIZE_EXPERIMENT, OptimizeConfig
+from tipbench.optimize import OptimizeRequest
 from tipbench.orchestration._conf import one_line
 from tipbench.orchestration._store import run_store, task_store
 
@@ -43,19 +41,10 @@ _HELDOUT_SERVERS = (
 )
 
 
-class OptimizeConf(OptimizeConfig):
-    """`dag_run.conf` of `prompt_optimize`: `tipbench optimize`'s keys on tipbench's working
-    copy of the suite (a folder path never comes from a conf), and where to track it."""
+class OptimizeConf(OptimizeRequest):
+    """`dag_run.conf` of `prompt_optimize`: an optimization request (`tipbench optimize`'s
+    keys on tipbench's working copy of the suite), and where to track it."""
 
-    experiment: str = Field(
-        default=DEFAULT_OPTIMIZE_EXPERIMENT,
-        description="The MLflow experiment of the training evaluations, a `tip-bench-*` name "
-        "(the held-out grid goes to EXPERIMENT-heldout).",
-    )
-    from_version: str = Field(default="v1", min_length=1, description="The start version.")
-    model: str = Field(default=DEFAULT_MODELS, min_length=1, description="The task model.")
-    budget: int = Field(default=40, ge=1, le=100_000, description="Evaluations to spend.")
-    suite: None = None
     mlflow_url: str | None = Field(
         default=None, description="MLflow tracking URI [default: the deployment's store]."
     )
@@ -76,17 +65,6 @@ class OptimizeConf(OptimizeConfig):
         if value not in (None, ""):
             raise ValueError(_HELDOUT_SERVERS)
         return None
-
-    @field_validator("experiment")
-    @classmethod
-    def _bench_experiment(cls, value: str) -> str:
-        if not re.fullmatch(BENCH_EXPERIMENT_PATTERN, value):
-            raise ValueError("expected tip-bench-NAME (letters, digits, '.', '_', '-')")
-        return value
-
-    def optimization(self) -> OptimizeConfig:
-        """The optimization's own settings (without the store)."""
-        return OptimizeConfig.model_validate(self.model_dump(exclude={"mlflow_url"}))
 
 
 def read_optimize_conf(values: dict[str, Any]) -> OptimizeConf:
