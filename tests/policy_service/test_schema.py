@@ -21,7 +21,7 @@ from support.postgres import PostgresCluster
 from tipbench.policies import ArmStats
 from tipbench.policy_service import Roles, StateStore, open_store
 from tipbench.policy_service._rows import DECISION_COLUMNS, SHADOW_COLUMNS
-from tipbench.policy_service._sql_log import PAGE_WHERE
+from tipbench.policy_service._sql import PAGE_WHERE
 
 # The tables of schema 1, as the previous version created them (SQLite types).
 VERSION_1 = """

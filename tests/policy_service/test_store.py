@@ -166,9 +166,9 @@ def test_roles_are_stored(store: StateStore) -> None:
 def test_the_log_is_read_in_pages_in_sequence_order(
     store: StateStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tipbench.policy_service import _sql_log
+    from tipbench.policy_service import _sql
 
-    monkeypatch.setattr(_sql_log, "EXPORT_PAGE", 3)
+    monkeypatch.setattr(_sql, "EXPORT_PAGE", 3)
     svc = service(store)
     store.set_roles(check_roles("egreedy-v1", ["linucb"]))
     made = [svc.decide(f"u{i}", MOMENT, CANDIDATES) for i in range(8)]

@@ -1,11 +1,10 @@
 """The policy service: state stores (SQLite, PostgreSQL), the decision log and the HTTP app.
 
-StateStore                    one narrow interface (`_store.py`, its errors drawn there)
-└── SqlBase                   the SQL both share: dialect hooks, locked sums (`_sql_base.py`)
-    └── SqlLog                the decision log (`_sql_log.py`)
-        └── SqlStore          config, rewards, expiry, pruning, resets (`_sql.py`)
-            ├── SqliteStore   embedded default, one process
-            └── PostgresStore shared by replicas
+StateStore                one narrow interface (`_store.py`, its errors drawn there)
+└── SqlStore              the SQL both share: locked sums, the decision log, config,
+    │                     rewards, expiry, pruning, resets (`_sql.py`)
+    ├── SqliteStore       its dialect: embedded default, one process
+    └── PostgresStore     its dialect: shared by replicas
 
 `create_app`, `PolicyServerSettings` and `serve` (uvicorn with limits) load the web stack on
 first use (the 'serve' extra), so that the stores and the log export import without it.

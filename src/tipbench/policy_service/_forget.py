@@ -4,23 +4,25 @@ Inside one transaction of the store, `Forgetting` locks the decisions, gathers w
 taught (the deciding policy's model and every taught shadow's, per category: `taught`; the
 same per user: `by_user`) and what the counters counted of them (`tallies`); then the caller
 takes it back from the models and counters (`take_back`: erasure, reset), or folds it into
-the per-user sums (pruning), and deletes the rows. It works on the store's base
-(`SqlBase`: its dialect and its locked sums), which the store that uses it builds on.
+the per-user sums (pruning), and deletes the rows. It works on the store that uses it
+(`SqlStore`: its dialect and its locked sums).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tipbench.policies import ArmStats
 from tipbench.policy_service._records import EVENTS, EXPIRED
-from tipbench.policy_service._sql_base import SqlBase
 from tipbench.policy_service._store import Cursor
 from tipbench.policy_service._sums import Contributions, Tallies, shadow_update_weight
+
+if TYPE_CHECKING:
+    from tipbench.policy_service._sql import SqlStore
 
 PAGE = 1000
 
@@ -28,7 +30,7 @@ PAGE = 1000
 class Forgetting:
     """Decisions about to be deleted, gathered under lock in one transaction."""
 
-    def __init__(self, store: SqlBase, cur: Cursor) -> None:
+    def __init__(self, store: SqlStore, cur: Cursor) -> None:
         self._store = store
         self._cur = cur
         self.taught = Contributions()  # (policy, category) → sums

@@ -3,7 +3,7 @@
 The columns of a decision's row and of a shadow's are named once here (`DECISION_COLUMNS`,
 `SHADOW_COLUMNS`): the SQL that writes and reads them, and the values written, follow these
 lists, so that a column added is added everywhere or refused at once. Shared by both stores
-(`_sql_log.py`); what a retried reward answers (`settled`) is decided here too, from the
+(`_sql.py`); what a retried reward answers (`settled`) is decided here too, from the
 stored row.
 """
 

@@ -1,15 +1,29 @@
-"""The SQL both stores share (`SqliteStore`, `PostgresStore`): they supply connections,
-transactions, timeouts and the few words of dialect (`_sql_base.py`); the decision log is
-`_sql_log.py`'s; the rest is here: the serving config, the models and profiles as the
-policies read them, rewards (what each teaches), expiry, pruning, the counts behind `/stats`,
-and resets.
+"""The SQL both stores share (`SqliteStore`, `PostgresStore`), in one class.
+
+A store supplies its connections, transactions, timeouts and the few words of dialect (the
+abstract methods and the clauses below: SQLite and PostgreSQL subclass it for that and
+nothing else); everything else is here, over one cursor per transaction:
+
+- the locked writes of sums that deciding, rewarding and forgetting all make (the models and
+  the counters behind `/stats`, spread over `COUNTER_SHARDS` rows per policy so that
+  concurrent decisions do not queue on one row);
+- the decision log: a batch of decisions written with their shadows' rows and their counts in
+  one transaction, read back by decision id, by the client's event id, or whole in keyset
+  pages (`(seq, id) > (?, ?)`, on the `(seq, id)` index: an export costs the same per row at
+  any size; the columns are `_rows.py`'s);
+- the serving config, the models and profiles as the policies read them, rewards (what each
+  teaches), expiry, pruning, the counts behind `/stats`, and resets (`_forget.py` gathers what
+  leaving decisions taught).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+import random
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,20 +33,210 @@ from tipbench.policy_service._forget import Forgetting
 from tipbench.policy_service._records import (
     EXPIRED,
     UNKNOWN_SOURCE,
+    DecisionRecord,
+    LoggedDecision,
     PolicyCounts,
+    PolicyDecision,
     ResetScope,
     Rewarded,
     RewardRecord,
 )
-from tipbench.policy_service._rows import reward_fields, settled
-from tipbench.policy_service._schema import COUNTED, TABLES
-from tipbench.policy_service._sql_log import SqlLog
-from tipbench.policy_service._store import Cursor, DecisionNotFound, WrongPolicy
+from tipbench.policy_service._rows import (
+    DECISION_COLUMNS,
+    SHADOW_COLUMNS,
+    decision_values,
+    logged_decision,
+    logged_shadow,
+    reward_fields,
+    settled,
+    shadow_values,
+)
+from tipbench.policy_service._schema import COUNTED, TABLES, UniqueKey, create_or_migrate
+from tipbench.policy_service._store import (
+    Cursor,
+    DecisionConflict,
+    DecisionNotFound,
+    DuplicateDecision,
+    DuplicateEvent,
+    StateStore,
+    WrongPolicy,
+)
 from tipbench.policy_service._sums import Contributions, Tallies, shadow_update_weight
 
+COUNTER_SHARDS = 16
+EXPORT_PAGE = 1000  # decisions read per transaction when the log is exported
+PAGE_WHERE = "(seq, id) > (?, ?)"  # the rows after the last one read: an index range scan
+_ID = DECISION_COLUMNS.index("id")
 
-class SqlStore(SqlLog):
-    """The shared SQL; subclasses supply connections, transactions and dialect."""
+
+def _insert(table: str, columns: Sequence[str]) -> str:
+    marks = ", ".join("?" for _ in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+
+
+class SqlStore(StateStore):
+    """The shared SQL over one cursor per transaction; subclasses supply the dialect."""
+
+    lock_clause = ""  # PostgreSQL: " FOR UPDATE"
+    skip_locked_clause = ""  # PostgreSQL: " FOR UPDATE SKIP LOCKED"
+    types: ClassVar[dict[str, str]] = {"integer": "INTEGER", "real": "REAL", "blob": "BLOB"}
+
+    @abstractmethod
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
+        """A cursor inside one transaction, committed on a clean exit, else rolled back."""
+
+    @abstractmethod
+    def _table_exists(self, cur: Cursor, table: str) -> bool: ...
+
+    @abstractmethod
+    def _duplicate_key(self, exc: Exception) -> UniqueKey | None:
+        """Which unique key of the log `exc` violates; None if it is another error."""
+
+    @abstractmethod
+    def _restart_sequence(self, cur: Cursor) -> None: ...
+
+    def _lock_config(self, cur: Cursor) -> None:
+        """Serialise config changes (SQLite's `BEGIN IMMEDIATE` does already)."""
+
+    def _sql(self, sql: str) -> str:
+        return sql  # PostgreSQL rewrites the `?` placeholders
+
+    def _run(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
+        return cur.execute(self._sql(sql), params)
+
+    def _create_schema(self, cur: Cursor) -> None:
+        mark = self._sql("?")
+        create_or_migrate(cur, self._table_exists, mark=mark, **self.types)
+
+    # -- models and counters: sums added, or taken back, under lock ------------------------
+
+    def _add_sums(
+        self, cur: Cursor, table: str, keys: tuple[str, ...], sums: Contributions, sign: int
+    ) -> None:
+        """Add (sign 1) or take back (-1) sums into `table`'s rows, locked in key order."""
+        where = " AND ".join(f"{k} = ?" for k in keys)
+        for key, delta in sums:
+            empty = ArmStats.empty(delta.rx.shape[0]).to_bytes()
+            self._run(
+                cur,
+                f"INSERT INTO {table} ({', '.join(keys)}, xx, rx, n) "
+                f"VALUES ({', '.join('?' for _ in keys)}, ?, ?, 0) "
+                f"ON CONFLICT ({', '.join(keys)}) DO NOTHING",
+                (*key, *empty),
+            )
+            self._run(cur, f"SELECT xx, rx, n FROM {table} WHERE {where}{self.lock_clause}", key)
+            xx, rx, n = cur.fetchone()
+            stored = ArmStats.from_bytes(bytes(xx), bytes(rx), int(n))
+            updated = delta.applied_to(stored, sign)
+            self._run(
+                cur,
+                f"UPDATE {table} SET xx = ?, rx = ?, n = ? WHERE {where}",
+                (*updated.to_bytes(), updated.n, *key),
+            )
+
+    def _learn(self, cur: Cursor, sums: Contributions, sign: int = 1) -> None:
+        self._add_sums(cur, "arms", ("policy", "category"), sums, sign)
+
+    def _count(self, cur: Cursor, tallies: Tallies, sign: int = 1) -> None:
+        """Add (or take back) the tallies: the counters per policy, then per policy and
+        source (the same order everywhere)."""
+        columns = ", ".join(COUNTED)
+        marks = ", ".join("?" for _ in COUNTED)
+        shard = random.randrange(COUNTER_SHARDS)
+        for table, keys, rows in (
+            ("counters", ("policy",), (((p,), v) for p, v in tallies)),
+            ("source_counters", ("policy", "source"), tallies.by_source()),
+        ):
+            updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in COUNTED)
+            named = ", ".join(keys)
+            for key, values in rows:
+                self._run(
+                    cur,
+                    f"INSERT INTO {table} ({named}, shard, {columns}) "
+                    f"VALUES ({', '.join('?' for _ in key)}, ?, {marks}) "
+                    f"ON CONFLICT ({named}, shard) DO UPDATE SET {updates}",
+                    (*key, shard, *(sign * values[c] for c in COUNTED)),
+                )
+
+    # -- the decision log: a batch written with its shadows and counts in one transaction,
+    #    read back by id, by event id, or whole in keyset pages -------------------------
+
+    def record_decisions(self, records: Sequence[DecisionRecord]) -> None:
+        tallies = Tallies()
+        decisions, shadows = [], []
+        for record in records:
+            decisions.append(decision_values(record))
+            tallies.served(record.decision.policy, record.decision.source, "decisions")
+            for shadow in record.shadows:
+                shadows.append(shadow_values(record.id, shadow))
+                tallies.add(shadow.policy, "shadow_decisions")
+        try:
+            with self._transaction(write=True) as cur:
+                cur.executemany(self._sql(_insert("decisions", DECISION_COLUMNS)), decisions)
+                if shadows:
+                    cur.executemany(self._sql(_insert("shadow_decisions", SHADOW_COLUMNS)), shadows)
+                self._count(cur, tallies)
+        except Exception as exc:
+            key = self._duplicate_key(exc)
+            if key is None:
+                raise
+            raise self._duplicate(key, records) from exc
+
+    def _duplicate(self, key: UniqueKey, records: Sequence[DecisionRecord]) -> DecisionConflict:
+        """The error of a batch that violated `key`, naming the record that did."""
+        if key == "event_id":
+            ids = [r.event_id for r in records if r.event_id is not None]
+            taken = next((e for e in ids if self.decision_for_event(e) is not None), None)
+            return DuplicateEvent(taken or (ids[0] if ids else "?"))
+        logged = next((r.id for r in records if self.decision(r.id) is not None), None)
+        return DuplicateDecision(logged or records[0].id)
+
+    def decision(self, decision_id: str) -> LoggedDecision | None:
+        with self._transaction(write=False) as cur:
+            found = self._logged(cur, "id = ?", (decision_id,))
+        return found[0] if found else None
+
+    def decision_for_event(self, event_id: str) -> LoggedDecision | None:
+        with self._transaction(write=False) as cur:
+            found = self._logged(cur, "event_id = ?", (event_id,))
+        return found[0] if found else None
+
+    def _logged(
+        self, cur: Cursor, where: str, params: Sequence[Any], limit: int | None = None
+    ) -> list[LoggedDecision]:
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
+        self._run(
+            cur,
+            f"SELECT {', '.join(DECISION_COLUMNS)} FROM decisions WHERE {where} "
+            f"ORDER BY seq, id{tail}",
+            params,
+        )
+        rows = cur.fetchall()
+        if not rows:
+            return []
+        marks = ", ".join("?" for _ in rows)
+        self._run(
+            cur,
+            f"SELECT {', '.join(SHADOW_COLUMNS)} FROM shadow_decisions "
+            f"WHERE decision_id IN ({marks}) ORDER BY decision_id, policy",
+            [row[_ID] for row in rows],
+        )
+        shadows: dict[str, list[PolicyDecision]] = {}
+        for shadow in cur.fetchall():
+            decision_id, decision = logged_shadow(shadow)
+            shadows.setdefault(decision_id, []).append(decision)
+        return [logged_decision(row, shadows.get(row[_ID], [])) for row in rows]
+
+    def decisions(self) -> Iterator[LoggedDecision]:
+        after: tuple[int, str] = (-1, "")  # (seq, id) of the last row handed out
+        while True:  # keyset pages: the log is never held in memory whole
+            with self._transaction(write=False) as cur:
+                page = self._logged(cur, PAGE_WHERE, after, EXPORT_PAGE)
+            if not page:
+                return
+            yield from page
+            last = page[-1].record
+            after = (last.sequence, last.id)
 
     # -- config ---------------------------------------------------------------------------
 
