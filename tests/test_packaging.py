@@ -34,7 +34,7 @@ def test_the_wheel_holds_tipbench_and_its_data_and_no_dev_helpers(tmp_path: Path
     tops = {name.split("/")[0] for name in names}
     assert tops == {"tipbench", wheel.name.split("-py3")[0] + ".dist-info"}
     packages = {name.split("/")[1] for name in names if name.count("/") > 1}
-    assert {"stats", "judging", "compare", "tracking", "suite"} <= packages
+    assert {"stats", "human_tier", "compare", "tracking", "suite"} <= packages
     assert "_dev" not in packages
     assert "tipbench/suite/data/tips/suite.yaml" in names
     assert "tipbench/admin/templates/base.html" in names

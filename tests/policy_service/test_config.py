@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from support.policy_state import CANDIDATES, MOMENT, make_service
 from tipbench.policies import PolicyConfig
 from tipbench.policy_service import PolicyService, StateStore, open_store
-from tipbench.policy_service._config import merge, resolve, seed_document
+from tipbench.policy_service.store._config import merge, resolve, seed_document
 
 
 def flags(live: str = "egreedy-v1", shadows: tuple[str, ...] = (), **settings: float) -> dict:

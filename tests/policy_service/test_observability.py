@@ -141,8 +141,8 @@ def test_an_unexpected_error_is_logged_and_answered_under_its_request_id(
 
     from tipbench.policies import PolicyConfig
     from tipbench.policy_service import PolicyService, create_app, open_store
-    from tipbench.policy_service._requests import RequestIdFilter
-    from tipbench.policy_service._settings import PolicyServerSettings
+    from tipbench.policy_service.api._requests import RequestIdFilter
+    from tipbench.policy_service.api._settings import PolicyServerSettings
     from tipbench.suite import load_suite
 
     monkeypatch.setenv("TIPBENCH_POLICY_TOKEN", TOKEN)

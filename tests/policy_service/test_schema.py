@@ -20,8 +20,8 @@ from support.policy_state import CANDIDATES, MOMENT, make_service
 from support.postgres import PostgresCluster
 from tipbench.policies import ArmStats
 from tipbench.policy_service import Roles, StateStore, open_store
-from tipbench.policy_service._rows import DECISION_COLUMNS, SHADOW_COLUMNS
-from tipbench.policy_service._sql import PAGE_WHERE
+from tipbench.policy_service.store._rows import DECISION_COLUMNS, SHADOW_COLUMNS
+from tipbench.policy_service.store._sql import PAGE_WHERE
 
 # The tables of schema 1, as the previous version created them (SQLite types).
 VERSION_1 = """

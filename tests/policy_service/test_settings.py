@@ -9,8 +9,8 @@ import pytest
 
 from tipbench import ConfigError
 from tipbench._tokens import token_matches
-from tipbench.policy_service._scopes import ScopedTokens
-from tipbench.policy_service._settings import PolicyServerSettings
+from tipbench.policy_service.api._scopes import ScopedTokens
+from tipbench.policy_service.api._settings import PolicyServerSettings
 
 TOKEN = "policy-service-token-0123456789"
 OTHER = "another-policy-token-abcdefghij"

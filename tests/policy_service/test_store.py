@@ -166,7 +166,7 @@ def test_roles_are_stored(store: StateStore) -> None:
 def test_the_log_is_read_in_pages_in_sequence_order(
     store: StateStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tipbench.policy_service import _sql
+    from tipbench.policy_service.store import _sql
 
     monkeypatch.setattr(_sql, "EXPORT_PAGE", 3)
     svc = service(store)

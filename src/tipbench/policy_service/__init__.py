@@ -1,10 +1,15 @@
-"""The policy service: state stores (SQLite, PostgreSQL), the decision log and the HTTP app.
+"""The policy service: the service over a state store, the decision log's export, the HTTP app.
 
-StateStore                one narrow interface (`_store.py`, its errors drawn there)
-└── SqlStore              the SQL both share: locked sums, the decision log, config,
-    │                     rewards, expiry, pruning, resets (`_sql.py`)
-    ├── SqliteStore       its dialect: embedded default, one process
-    └── PostgresStore     its dialect: shared by replicas
+    _service.py   decisions, rewards, expiry, stats, resets and the serving config
+    _export.py    the decision log as JSON lines, Parquet or DSJson (`_dsjson.py`)
+    store/        the state: one narrow interface and its SQL
+        StateStore              (`store/_store.py`, its errors drawn there)
+        └── SqlStore            locked sums, the decision log, config, rewards, expiry,
+            │                   pruning, resets (`store/_sql.py`)
+            ├── SqliteStore     its dialect: embedded default, one process
+            └── PostgresStore   its dialect: shared by replicas
+    api/          the HTTP app: routes by scope, their bodies, tokens, settings, metrics,
+                  the background sweep and the server
 
 `create_app`, `PolicyServerSettings` and `serve` (uvicorn with limits) load the web stack on
 first use (the 'serve' extra), so that the stores and the log export import without it.
@@ -15,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tipbench._lazy import lazy_exports
-from tipbench.policy_service._config import ConfigDocument, ServingConfig
 from tipbench.policy_service._export import (
     LOG_FORMATS,
     LogFormat,
@@ -23,8 +27,18 @@ from tipbench.policy_service._export import (
     decision_rows,
     export_log,
 )
-from tipbench.policy_service._open import default_state_url, open_store
-from tipbench.policy_service._records import (
+from tipbench.policy_service._service import (
+    DEFAULT_LIVE,
+    PolicyService,
+    PolicyStats,
+    Seeding,
+    UnknownCategory,
+    check_roles,
+)
+from tipbench.policy_service.api._sweeper import Sweeper
+from tipbench.policy_service.store._config import ConfigDocument, ServingConfig
+from tipbench.policy_service.store._open import default_state_url, open_store
+from tipbench.policy_service.store._records import (
     EVENTS,
     EXPIRED,
     SOURCE_FIELDS,
@@ -44,15 +58,7 @@ from tipbench.policy_service._records import (
     TipSource,
     source_key,
 )
-from tipbench.policy_service._service import (
-    DEFAULT_LIVE,
-    PolicyService,
-    PolicyStats,
-    Seeding,
-    UnknownCategory,
-    check_roles,
-)
-from tipbench.policy_service._store import (
+from tipbench.policy_service.store._store import (
     STORE_TIMEOUT_S,
     AlreadyRewarded,
     DecisionConflict,
@@ -65,16 +71,15 @@ from tipbench.policy_service._store import (
     StoreUnavailable,
     WrongPolicy,
 )
-from tipbench.policy_service._sweeper import Sweeper
 
 if TYPE_CHECKING:
-    from tipbench.policy_service._app import create_app
-    from tipbench.policy_service._http_server import serve
-    from tipbench.policy_service._settings import PolicyServerSettings
+    from tipbench.policy_service.api._app import create_app
+    from tipbench.policy_service.api._server import serve
+    from tipbench.policy_service.api._settings import PolicyServerSettings
 else:
     __getattr__ = lazy_exports(
         __name__,
-        {"PolicyServerSettings": "_settings", "create_app": "_app", "serve": "_http_server"},
+        {"PolicyServerSettings": "api._settings", "create_app": "api._app", "serve": "api._server"},
     )
 
 __all__ = [

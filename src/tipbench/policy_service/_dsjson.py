@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tipbench.policies import FEATURE_NAMES
-from tipbench.policy_service._records import LoggedDecision, ScoredCandidate
+from tipbench.policy_service.store._records import LoggedDecision, ScoredCandidate
 
 SHARED_NAMESPACE = "Context"
 ACTION_NAMESPACE = "Tip"

@@ -28,13 +28,13 @@ from typing import Any, Literal
 from tipbench._errors import ConfigError
 from tipbench.policies import FEATURE_NAMES
 from tipbench.policy_service._dsjson import dsjson_event
-from tipbench.policy_service._records import (
+from tipbench.policy_service.store._records import (
     LoggedDecision,
     PolicyDecision,
     candidate_fields,
     moment_fields,
 )
-from tipbench.policy_service._store import StateStore
+from tipbench.policy_service.store._store import StateStore
 
 LogFormat = Literal["jsonl", "parquet", "dsjson"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("jsonl", "parquet", "dsjson")

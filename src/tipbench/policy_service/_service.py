@@ -30,7 +30,7 @@ from tipbench.policies import (
     policy_spec,
 )
 from tipbench.policies import decide as choose
-from tipbench.policy_service._config import (
+from tipbench.policy_service.store._config import (
     DEFAULT_LIVE,
     ConfigDocument,
     ServingConfig,
@@ -38,7 +38,7 @@ from tipbench.policy_service._config import (
     merge,
     resolve,
 )
-from tipbench.policy_service._records import (
+from tipbench.policy_service.store._records import (
     CandidateTip,
     DecisionRecord,
     Event,
@@ -51,7 +51,7 @@ from tipbench.policy_service._records import (
     Route,
     ScoredCandidate,
 )
-from tipbench.policy_service._store import DuplicateEvent, EventIdConflict, StateStore
+from tipbench.policy_service.store._store import DuplicateEvent, EventIdConflict, StateStore
 from tipbench.suite import Catalogue
 
 __all__ = ["DEFAULT_LIVE", "PolicyService", "PolicyStats", "Seeding", "UnknownCategory"]

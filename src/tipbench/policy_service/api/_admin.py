@@ -7,14 +7,14 @@ from fastapi import APIRouter, HTTPException, status
 from pydantic import ValidationError
 
 from tipbench.policies import POLICIES
-from tipbench.policy_service._api_models import (
+from tipbench.policy_service.api._deps import Service, field_error
+from tipbench.policy_service.api._models import (
     ConfigBody,
     ConfigResponse,
     ResetRequest,
     ResetResponse,
 )
-from tipbench.policy_service._config import ServingConfig
-from tipbench.policy_service._deps import Service, field_error
+from tipbench.policy_service.store._config import ServingConfig
 
 router = APIRouter()
 

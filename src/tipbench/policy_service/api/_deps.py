@@ -9,8 +9,8 @@ from fastapi import Depends, HTTPException, Request, status
 
 from tipbench._errors import ConfigError
 from tipbench.policies import policy_spec
-from tipbench.policy_service._metrics import ServiceMetrics
 from tipbench.policy_service._service import PolicyService
+from tipbench.policy_service.api._metrics import ServiceMetrics
 
 
 def _service(request: Request) -> PolicyService:

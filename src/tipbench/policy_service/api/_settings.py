@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tipbench._errors import ConfigError
 from tipbench._tokens import read_tokens
-from tipbench.policy_service._scopes import ScopedTokens
+from tipbench.policy_service.api._scopes import ScopedTokens
 
 #: The variables of the bench server's admin token, which the policy service never accepts.
 BENCH_ADMIN_TOKEN = "TIPBENCH_ADMIN_TOKEN"

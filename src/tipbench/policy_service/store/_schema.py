@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Literal
 
-from tipbench.policy_service._store import Cursor
+from tipbench.policy_service.store._store import Cursor
 
 SCHEMA_VERSION = 3
 

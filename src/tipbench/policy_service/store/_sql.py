@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tipbench.policies import ArmStats, ProfileStats
-from tipbench.policy_service._config import ConfigDocument
-from tipbench.policy_service._forget import Forgetting
-from tipbench.policy_service._records import (
+from tipbench.policy_service.store._config import ConfigDocument
+from tipbench.policy_service.store._forget import Forgetting
+from tipbench.policy_service.store._records import (
     EXPIRED,
     UNKNOWN_SOURCE,
     DecisionRecord,
@@ -41,7 +41,7 @@ from tipbench.policy_service._records import (
     Rewarded,
     RewardRecord,
 )
-from tipbench.policy_service._rows import (
+from tipbench.policy_service.store._rows import (
     DECISION_COLUMNS,
     SHADOW_COLUMNS,
     decision_values,
@@ -51,8 +51,8 @@ from tipbench.policy_service._rows import (
     settled,
     shadow_values,
 )
-from tipbench.policy_service._schema import COUNTED, TABLES, UniqueKey, create_or_migrate
-from tipbench.policy_service._store import (
+from tipbench.policy_service.store._schema import COUNTED, TABLES, UniqueKey, create_or_migrate
+from tipbench.policy_service.store._store import (
     Cursor,
     DecisionConflict,
     DecisionNotFound,
@@ -61,7 +61,7 @@ from tipbench.policy_service._store import (
     StateStore,
     WrongPolicy,
 )
-from tipbench.policy_service._sums import Contributions, Tallies, shadow_update_weight
+from tipbench.policy_service.store._sums import Contributions, Tallies, shadow_update_weight
 
 COUNTER_SHARDS = 16
 EXPORT_PAGE = 1000  # decisions read per transaction when the log is exported

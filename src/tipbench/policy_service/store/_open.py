@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from tipbench._errors import ConfigError
 from tipbench._redact import redact_uri
-from tipbench.policy_service._store import STORE_TIMEOUT_S, StateStore
+from tipbench.policy_service.store._store import STORE_TIMEOUT_S, StateStore
 from tipbench.tracking import data_dir
 
 STATE_FILE = "policy-state.sqlite"
@@ -40,7 +40,7 @@ def open_store(
     url = url or default_state_url()
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
-        from tipbench.policy_service._sqlite import SqliteStore
+        from tipbench.policy_service.store._sqlite import SqliteStore
 
         path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
         if not path:
@@ -49,7 +49,7 @@ def open_store(
             raise _no_store(url)
         return SqliteStore(Path(path).expanduser(), timeout_s=timeout_s, exclusive=exclusive)
     if scheme in ("postgresql", "postgres"):
-        from tipbench.policy_service._postgres import PostgresStore
+        from tipbench.policy_service.store._postgres import PostgresStore
 
         store = PostgresStore(url, timeout_s=timeout_s, create=create)
         if store.empty:

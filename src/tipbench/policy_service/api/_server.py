@@ -23,8 +23,8 @@ from typing import Any
 
 import uvicorn
 
-from tipbench.policy_service._requests import log_config
-from tipbench.policy_service._settings import PolicyServerSettings
+from tipbench.policy_service.api._requests import log_config
+from tipbench.policy_service.api._settings import PolicyServerSettings
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _BaseProtocol

@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 from tipbench._errors import ConfigError
 from tipbench._redact import redact_text
-from tipbench.policy_service._schema import TABLES, UNIQUE_KEYS, UniqueKey
-from tipbench.policy_service._sql import SqlStore
-from tipbench.policy_service._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
+from tipbench.policy_service.store._schema import TABLES, UNIQUE_KEYS, UniqueKey
+from tipbench.policy_service.store._sql import SqlStore
+from tipbench.policy_service.store._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
 
 POOL_SIZE = 8
 _SCHEMA_LOCK = 0x7469_7062  # advisory lock ids: replicas starting together create tables once,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tipbench.policies import ArmStats, Vector, add_reward, shadow_weight
-from tipbench.policy_service._schema import COUNTED, NO_SOURCE
+from tipbench.policy_service.store._schema import COUNTED, NO_SOURCE
 
 
 @dataclass

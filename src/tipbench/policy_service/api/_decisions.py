@@ -12,7 +12,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, status
 
 from tipbench.policies import FEATURE_NAMES, POLICIES, policy_spec, reward_of
-from tipbench.policy_service._api_models import (
+from tipbench.policy_service._service import PolicyService, UnknownCategory
+from tipbench.policy_service.api._deps import Metrics, Service, field_error, known_policy
+from tipbench.policy_service.api._metrics import ServiceMetrics
+from tipbench.policy_service.api._models import (
     ConfigResponse,
     DecisionRequest,
     DecisionResponse,
@@ -24,11 +27,8 @@ from tipbench.policy_service._api_models import (
     ShadowChoice,
     source_stats,
 )
-from tipbench.policy_service._deps import Metrics, Service, field_error, known_policy
-from tipbench.policy_service._metrics import ServiceMetrics
-from tipbench.policy_service._records import DecisionRecord, PolicyDecision
-from tipbench.policy_service._service import PolicyService, UnknownCategory
-from tipbench.policy_service._store import DecisionConflict, DecisionNotFound
+from tipbench.policy_service.store._records import DecisionRecord, PolicyDecision
+from tipbench.policy_service.store._store import DecisionConflict, DecisionNotFound
 
 POLICY_PATH = Path(description="one of " + ", ".join(POLICIES), examples=["egreedy-v1"])
 #: The original recommender's policy paths, and the policy each is an alias of.

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from tipbench.policies import Moment, PolicyConfig
-from tipbench.policy_service._records import (
+from tipbench.policy_service.store._records import (
     DecisionRecord,
     LoggedDecision,
     LoggedEvent,
@@ -26,7 +26,7 @@ from tipbench.policy_service._records import (
     moment_fields,
     scored_candidate,
 )
-from tipbench.policy_service._store import AlreadyRewarded, DecisionExpired
+from tipbench.policy_service.store._store import AlreadyRewarded, DecisionExpired
 
 DECISION_COLUMNS = (
     "id", "seq", "created_at", "user_id", "policy", "route", "moment", "feature_version",

@@ -13,8 +13,8 @@ import asyncio
 from fastapi import APIRouter, HTTPException, Request, Response, status
 
 from tipbench._redact import redact_text
-from tipbench.policy_service._deps import Metrics, Service
-from tipbench.policy_service._store import StoreUnavailable
+from tipbench.policy_service.api._deps import Metrics, Service
+from tipbench.policy_service.store._store import StoreUnavailable
 
 router = APIRouter(tags=["health"])
 # Beyond the store's own timeout, the wait for its answer (the connection pool may be busy).

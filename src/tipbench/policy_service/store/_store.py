@@ -40,8 +40,8 @@ from typing import Any, Protocol
 
 from tipbench._errors import TipbenchError
 from tipbench.policies import ArmStats, ProfileStats
-from tipbench.policy_service._config import ConfigDocument
-from tipbench.policy_service._records import (
+from tipbench.policy_service.store._config import ConfigDocument
+from tipbench.policy_service.store._records import (
     DecisionRecord,
     LoggedDecision,
     PolicyCounts,

@@ -5,32 +5,43 @@ taught (the deciding policy's model and every taught shadow's, per category: `ta
 same per user: `by_user`) and what the counters counted of them (`tallies`); then the caller
 takes it back from the models and counters (`take_back`: erasure, reset), or folds it into
 the per-user sums (pruning), and deletes the rows. It works on the store that uses it
-(`SqlStore`: its dialect and its locked sums).
+(`SqlStore`, as `SqlDialect`: its statements, lock clauses and locked sums).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from tipbench.policies import ArmStats
-from tipbench.policy_service._records import EVENTS, EXPIRED
-from tipbench.policy_service._store import Cursor
-from tipbench.policy_service._sums import Contributions, Tallies, shadow_update_weight
-
-if TYPE_CHECKING:
-    from tipbench.policy_service._sql import SqlStore
+from tipbench.policy_service.store._records import EVENTS, EXPIRED
+from tipbench.policy_service.store._store import Cursor
+from tipbench.policy_service.store._sums import Contributions, Tallies, shadow_update_weight
 
 PAGE = 1000
+
+
+class SqlDialect(Protocol):
+    """What forgetting needs of the SQL store (`SqlStore`): its statements, lock clauses and
+    locked sums."""
+
+    lock_clause: str
+    skip_locked_clause: str
+
+    def _run(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+    def _learn(self, cur: Cursor, sums: Contributions, sign: int = 1) -> None: ...
+
+    def _count(self, cur: Cursor, tallies: Tallies, sign: int = 1) -> None: ...
 
 
 class Forgetting:
     """Decisions about to be deleted, gathered under lock in one transaction."""
 
-    def __init__(self, store: SqlStore, cur: Cursor) -> None:
+    def __init__(self, store: SqlDialect, cur: Cursor) -> None:
         self._store = store
         self._cur = cur
         self.taught = Contributions()  # (policy, category) → sums

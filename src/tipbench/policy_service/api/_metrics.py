@@ -30,8 +30,8 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from tipbench.policy_service._records import DecisionRecord, Rewarded
-from tipbench.policy_service._sweeper import Sweeper
+from tipbench.policy_service.api._sweeper import Sweeper
+from tipbench.policy_service.store._records import DecisionRecord, Rewarded
 
 # Latency buckets (seconds): a decision takes milliseconds; a store timeout about two seconds.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

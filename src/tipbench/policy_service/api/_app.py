@@ -1,8 +1,8 @@
 """The policy service's HTTP API (`tipbench policy serve`): every route behind a scoped token.
 
 Three routers, each mounted with its scope (`_scopes`): the serving routes
-(`_api_decisions`), the admin routes (`_api_admin`) and the monitoring routes
-(`_api_health`). A request with a body is authenticated before its body is read, and bodies
+(`_decisions`), the admin routes (`_admin`) and the monitoring routes
+(`_health`). A request with a body is authenticated before its body is read, and bodies
 are capped (`tipbench._asgi.RequestGuard`). Bad input gets 422 naming the field, an unknown
 policy or decision 404, a second reward 409, a store that cannot answer in time 503 (with
 `Retry-After`); a refused request writes nothing. There is no `/docs` page (it would load
@@ -24,14 +24,14 @@ from starlette.types import Scope
 
 from tipbench._asgi import RequestGuard
 from tipbench._redact import redact_text
-from tipbench.policy_service import _api_admin, _api_decisions, _api_health
-from tipbench.policy_service._metrics import ServiceMetrics
-from tipbench.policy_service._requests import RequestObserver
-from tipbench.policy_service._scopes import UNAUTHENTICATED, authenticate, require
 from tipbench.policy_service._service import PolicyService
-from tipbench.policy_service._settings import PolicyServerSettings
-from tipbench.policy_service._store import StoreUnavailable
-from tipbench.policy_service._sweeper import Sweeper
+from tipbench.policy_service.api import _admin, _decisions, _health
+from tipbench.policy_service.api._metrics import ServiceMetrics
+from tipbench.policy_service.api._requests import RequestObserver
+from tipbench.policy_service.api._scopes import UNAUTHENTICATED, authenticate, require
+from tipbench.policy_service.api._settings import PolicyServerSettings
+from tipbench.policy_service.api._sweeper import Sweeper
+from tipbench.policy_service.store._store import StoreUnavailable
 
 _log = logging.getLogger("tipbench.policy_service")
 
@@ -82,9 +82,9 @@ def create_app(
     app.add_middleware(RequestObserver, metrics=metrics, route_of=lambda s: route_of(app, s))
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StoreUnavailable, _store_unavailable)  # type: ignore[arg-type]
-    app.include_router(_api_decisions.router, dependencies=[Depends(require("serve"))])
-    app.include_router(_api_admin.router, dependencies=[Depends(require("admin"))])
-    app.include_router(_api_health.router, dependencies=[Depends(require("monitor"))])
+    app.include_router(_decisions.router, dependencies=[Depends(require("serve"))])
+    app.include_router(_admin.router, dependencies=[Depends(require("admin"))])
+    app.include_router(_health.router, dependencies=[Depends(require("monitor"))])
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require("serve"))])
     def openapi() -> dict[str, Any]:

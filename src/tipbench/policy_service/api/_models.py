@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from tipbench.policies import DWELL_CAP_S, Moment, Profile
-from tipbench.policy_service._records import (
+from tipbench.policy_service.store._records import (
     CandidateTip,
     Event,
     LoggedEvent,

@@ -24,7 +24,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tipbench.policy_service._metrics import ServiceMetrics
+from tipbench.policy_service.api._metrics import ServiceMetrics
 
 REQUEST_ID_HEADER = "X-Request-ID"
 ACCESS_LOGGER = "tipbench.policy_service.access"

@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tipbench._errors import ConfigError
-from tipbench.policy_service._schema import UNIQUE_KEYS, UniqueKey
-from tipbench.policy_service._sql import SqlStore
-from tipbench.policy_service._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
+from tipbench.policy_service.store._schema import UNIQUE_KEYS, UniqueKey
+from tipbench.policy_service.store._sql import SqlStore
+from tipbench.policy_service.store._store import STORE_TIMEOUT_S, Cursor, StoreUnavailable
 
 PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the statement deadline
 
