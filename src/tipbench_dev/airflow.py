@@ -79,14 +79,21 @@ class AirflowHome:
         self.home.mkdir(parents=True, exist_ok=True)
         installed = subprocess.run(
             [sys.executable, "-m", "tipbench.cli", "airflow", "install-dags", str(self.dags)],
-            capture_output=True, text=True, check=False, env=self.env(),
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self.env(),
+        )
         if installed.returncode != 0:
             raise RuntimeError(f"install-dags failed: {installed.stderr}")
         migrated = subprocess.run(
-            ["airflow", "db", "migrate"], capture_output=True, text=True, env=self.env(),
-            check=False, timeout=300,
-        )  # fmt: skip
+            ["airflow", "db", "migrate"],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            check=False,
+            timeout=300,
+        )
         if migrated.returncode != 0:
             raise RuntimeError(f"airflow db migrate failed: {migrated.stderr[-2000:]}")
         return self
@@ -94,10 +101,20 @@ class AirflowHome:
     def dag_test(self, dag_id: str, conf: dict[str, Any], **env: str) -> DagTestRun:
         """`dag.test(run_conf=conf)` of one of tipbench's DAGs, in a subprocess."""
         done = subprocess.run(
-            [sys.executable, "-m", "tipbench_dev.dag_test", str(self.dags), dag_id,
-             json.dumps(conf)],
-            capture_output=True, text=True, env=self.env(**env), check=False, timeout=1800,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tipbench_dev.dag_test",
+                str(self.dags),
+                dag_id,
+                json.dumps(conf),
+            ],
+            capture_output=True,
+            text=True,
+            env=self.env(**env),
+            check=False,
+            timeout=1800,
+        )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
             raise RuntimeError(f"dag.test failed ({done.returncode}): {done.stderr[-3000:]}")
@@ -136,9 +153,13 @@ class AirflowStandalone:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             ["airflow", "standalone"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, cwd=self.home.root, env=self.env(**extra_env),
-        )  # fmt: skip
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.home.root,
+            env=self.env(**extra_env),
+        )
         log.close()
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:

@@ -66,9 +66,14 @@ class Component:
         self.cwd.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.cwd, env=self.env,
-            )  # fmt: skip
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.cwd,
+                env=self.env,
+            )
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -184,10 +189,19 @@ class CeleryDeployment:
             folder = self.root / name
             (folder / "airflow").mkdir(parents=True, exist_ok=True)
             installed = subprocess.run(
-                [sys.executable, "-m", "tipbench.cli", "airflow", "install-dags",
-                 env["AIRFLOW__CORE__DAGS_FOLDER"]],
-                capture_output=True, text=True, env=env, check=False,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "tipbench.cli",
+                    "airflow",
+                    "install-dags",
+                    env["AIRFLOW__CORE__DAGS_FOLDER"],
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
             if installed.returncode != 0:
                 raise RuntimeError(f"install-dags for {name} failed: {installed.stderr}")
             self.install_output[name] = installed.stdout + installed.stderr

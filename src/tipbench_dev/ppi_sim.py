@@ -202,8 +202,16 @@ def with_human(judged: Judged, experiments: Experiments, units: _Int) -> Judged:
     """`judged` with the human's scores on `units` revealed."""
     human = judged.human.copy()
     human[units] = experiments.human.reshape(-1)[units]
-    return Judged(judged.cell, judged.scenario, judged.weight, judged.auto, human,
-                  judged.known, judged.pool, judged.floor)  # fmt: skip
+    return Judged(
+        judged.cell,
+        judged.scenario,
+        judged.weight,
+        judged.auto,
+        human,
+        judged.known,
+        judged.pool,
+        judged.floor,
+    )
 
 
 @dataclass(frozen=True)

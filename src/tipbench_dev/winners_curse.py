@@ -163,8 +163,10 @@ def _pool(
         )
         for v, version in enumerate(versions)
     )
-    front = {sid: tuple(versions[v] for v in np.flatnonzero(block[:, j] >= best[j]))
-             for j, sid in enumerate(ids)}  # fmt: skip
+    front = {
+        sid: tuple(versions[v] for v in np.flatnonzero(block[:, j] >= best[j]))
+        for j, sid in enumerate(ids)
+    }
     return IterationSummary(0, 0, programs, front, len(versions) - 1, 0)
 
 

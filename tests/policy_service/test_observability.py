@@ -55,8 +55,9 @@ def test_metrics_count_decisions_rewards_latency_and_refusals(server: PolicyServ
         before = samples(client)
         decisions = [client.post("/serve", json=REQUEST).json() for _ in range(3)]
         client.post("/score/egreedy-v1", json=REQUEST)
-        for decision, (reward, event) in zip(decisions[:2], [(1.0, "completed"),
-                                                             (0.0, "dismissed")], strict=True):
+        for decision, (reward, event) in zip(
+            decisions[:2], [(1.0, "completed"), (0.0, "dismissed")], strict=True
+        ):
             body = {"decision_id": decision["decision_id"], "reward": reward, "event": event}
             assert client.post("/reward/egreedy-v2", json=body).status_code == 200
             assert client.post("/reward", json=body).status_code == 200  # a retry: counted once

@@ -73,7 +73,10 @@ def same(found: list[StoredRun], runs: list) -> None:  # type: ignore[type-arg]
     ],
 )
 def test_the_reader_finds_what_mlflow_finds(
-    sqlite_uri: str, tags: dict[str, str], params: dict[str, str], status: str | None,
+    sqlite_uri: str,
+    tags: dict[str, str],
+    params: dict[str, str],
+    status: str | None,
     mlflow_filter: str,
 ) -> None:
     client, experiment_id = make_store(sqlite_uri)

@@ -136,8 +136,11 @@ class AirflowJobRunner:
                 )
             self.client.fail_run(BENCH_COLLECT, job.dag_run_id)
             self.store.set_progress(job_id, replace(job.progress, phase=CANCELLING))
-        _append(job.log_path, f"--- {now()} cancel: {BENCH_COLLECT} run marked failed, "
-                "waiting for Airflow to stop its tasks")  # fmt: skip
+        _append(
+            job.log_path,
+            f"--- {now()} cancel: {BENCH_COLLECT} run marked failed, "
+            "waiting for Airflow to stop its tasks",
+        )
         deadline = time.monotonic() + wait_s
         while (job := self.refresh(self.store.get(job_id))).state == "running":
             if time.monotonic() >= deadline:
@@ -279,8 +282,13 @@ def failure_of(tasks: list[TaskInstance]) -> str:
 
 
 _ORDER = {
-    "plan": 0, "collect": 1, "judge_auto": 2, "export_for_judge": 3, "compare": 4, "outcome": 5
-}  # fmt: skip
+    "plan": 0,
+    "collect": 1,
+    "judge_auto": 2,
+    "export_for_judge": 3,
+    "compare": 4,
+    "outcome": 5,
+}
 
 
 def _append(path: Path, line: str) -> None:

@@ -126,9 +126,14 @@ def next_item(experiment: ExperimentName, store: Store, reveal: bool = False) ->
         )
     first = pending[0] if reveal else next_run(state) or pending[0]
     judge_file = judge_file_for(
-        store, experiment, [first], fetch_candidates(store, [first]), reveal=reveal, seed=seed,
+        store,
+        experiment,
+        [first],
+        fetch_candidates(store, [first]),
+        reveal=reveal,
+        seed=seed,
         numbers=numbers,
-    )  # fmt: skip
+    )
     return NextItem(
         remaining_runs=len(pending),
         remaining_candidates=remaining,

@@ -76,8 +76,12 @@ def write_scores(run: CellRun, verdict: Verdict, judged_by: str, mode: Structure
         tags[CellTag.AUTO_JUDGE_RESAMPLED] = json.dumps(settings, separators=(",", ":"))
     if verdict.threads is not None:
         tags[CellTag.AUTO_JUDGE_LLAMA_THREADS] = str(verdict.threads)
-    optional = (CellTag.AUTO_JUDGE_ERROR, CellTag.AUTO_JUDGE_RESAMPLED, CellTag.AUTO_JUDGE_FLAGS,
-                CellTag.AUTO_JUDGE_LLAMA_THREADS)  # fmt: skip
+    optional = (
+        CellTag.AUTO_JUDGE_ERROR,
+        CellTag.AUTO_JUDGE_RESAMPLED,
+        CellTag.AUTO_JUDGE_FLAGS,
+        CellTag.AUTO_JUDGE_LLAMA_THREADS,
+    )
     stale = [tag for tag in optional if tag in run.extra_tags and tag not in tags]
     answers = answers_document(judged_by, verdict.answers)
 

@@ -68,9 +68,7 @@ class PromptCounter:
         if contents is None or prompt_tokens <= 0:
             return
         with self._lock:
-            self._overhead[tuple(role for role, _ in request.messages)] = (
-                prompt_tokens - contents
-            )
+            self._overhead[tuple(role for role, _ in request.messages)] = prompt_tokens - contents
 
     def close(self) -> None:
         self._http.close()

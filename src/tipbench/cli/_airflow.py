@@ -72,8 +72,11 @@ def _unpause() -> list[str] | None:
         for dag_id in DAG_IDS:
             client.set_paused(dag_id, False)
     except TipbenchError as exc:
-        click.echo(f"warning: cannot unpause the DAGs yet ({exc}); once Airflow has parsed "
-                   "them, run install-dags again", err=True)  # fmt: skip
+        click.echo(
+            f"warning: cannot unpause the DAGs yet ({exc}); once Airflow has parsed "
+            "them, run install-dags again",
+            err=True,
+        )
         return None
     finally:
         client.close()

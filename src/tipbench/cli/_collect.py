@@ -111,10 +111,12 @@ def config_from_options(options: dict[str, object]) -> CollectConfig:
         return CollectConfig.model_validate(values)
     except ValidationError as exc:
         problems = [
-            (option_name(str(error["loc"][0])) if error["loc"] else "",
-             error["msg"].removeprefix("Value error, "))
+            (
+                option_name(str(error["loc"][0])) if error["loc"] else "",
+                error["msg"].removeprefix("Value error, "),
+            )
             for error in exc.errors()
-        ]  # fmt: skip
+        ]
         (first, message), *others = problems
         raise click.BadParameter(
             message + "".join(f"; {option}: {text}" for option, text in others),

@@ -217,13 +217,17 @@ def report(result: OptimizationResult) -> None:
     out(f"written to {result.suite / 'prompts'}; MLflow run {result.run_id}")
     out("== shortlist")
     if not result.shortlist:
-        out(f"no proposal did better than {result.start} on the training scenarios: nothing to "
-            "hold out")  # fmt: skip
+        out(
+            f"no proposal did better than {result.start} on the training scenarios: nothing to "
+            "hold out"
+        )
     for program in result.shortlist:
         out(f"  {program.version}: {program.mean:.2f} on the training scenarios")
     if result.shortlist:
-        out("training scores overstate: the best of many versions scored on the same "
-            "scenarios looks better than it is; the held-out scenarios decide")  # fmt: skip
+        out(
+            "training scores overstate: the best of many versions scored on the same "
+            "scenarios looks better than it is; the held-out scenarios decide"
+        )
     for warning in result.warnings:
         out(f"warning: {warning}", err=True)
     if result.heldout is not None:
@@ -235,24 +239,32 @@ def _report_heldout(result: OptimizationResult) -> None:
     heldout = result.heldout
     assert heldout is not None
     pipeline = heldout.pipeline
-    out(f"== held-out grid: {', '.join(heldout.prompts)} on "
+    out(
+        f"== held-out grid: {', '.join(heldout.prompts)} on "
         f"{counted(len(result.split.heldout), 'held-out scenario')} "
-        f"(experiment {heldout.experiment})")  # fmt: skip
-    out(f"{pipeline.collect.succeeded} cells collected, {pipeline.collect.skipped} already "
+        f"(experiment {heldout.experiment})"
+    )
+    out(
+        f"{pipeline.collect.succeeded} cells collected, {pipeline.collect.skipped} already "
         f"recorded, {len(pipeline.collect.failed)} failed; "
-        f"{pipeline.auto.judged} auto-judged")  # fmt: skip
+        f"{pipeline.auto.judged} auto-judged"
+    )
     export = pipeline.export
     apply = f"tipbench judge apply --experiment {heldout.experiment} {export.path}"
-    out(f"waiting for the human judge: {counted(export.runs, 'run')} in {export.path}; "
-        f"then: {apply}")  # fmt: skip
+    out(
+        f"waiting for the human judge: {counted(export.runs, 'run')} in {export.path}; "
+        f"then: {apply}"
+    )
     decision = heldout.gate.decision
     out("== gate (a dry run, held-out scenarios only)")
     verdict = "PROMOTE" if decision.promote else "REFUSE"
     out(f"{verdict} {decision.prompt_version or 'nothing yet'}: {decision.decided_how()}")
     for condition in decision.conditions:
         out(f"  [{'x' if condition.passed else ' '}] {condition.name}: {condition.figure}")
-    out(f"to act once people have judged: tipbench promote --experiment {heldout.experiment} "
-        f"--suite {result.suite} --apply")  # fmt: skip
+    out(
+        f"to act once people have judged: tipbench promote --experiment {heldout.experiment} "
+        f"--suite {result.suite} --apply"
+    )
     out(f"store: {redact_uri(pipeline.collect.tracking_uri)}")
 
 

@@ -147,9 +147,14 @@ def simulate_command(
     from tipbench.tracking import TrackingStore
 
     config = _study(
-        policies=policies, live=live, seeds=seeds, first_seed=first_seed, days=days,
-        users=users, suite=suite,
-    )  # fmt: skip
+        policies=policies,
+        live=live,
+        seeds=seeds,
+        first_seed=first_seed,
+        days=days,
+        users=users,
+        suite=suite,
+    )
     settings = _settings(epsilon, alpha, floor)
     if url is not None:
         if settings:

@@ -104,8 +104,9 @@ class _BarProgress:
         status = "ok" if error is None else f"FAILED: {error}"
         description = self._bar.tasks[0].description
         # `label` just finished: the bar stops naming it until the next one starts
-        self._bar.update(self._task, advance=count, description="" if description == label
-                         else description)  # fmt: skip
+        self._bar.update(
+            self._task, advance=count, description="" if description == label else description
+        )
         if not self.live or error is not None:
             timing = "" if self.live else self._timing(step.done, step.total)
             self._line(f"[{step.done}/{step.total}] {label} {status}{suffix}{timing}")

@@ -47,8 +47,9 @@ def with_tips_from(command: click.Command, study: Study, settings: Settings) -> 
             raise ConfigError("--tips-from simulates in-process: drop --url")
         config = study(**{name: kw.get(name) for name in _STUDY})
         chosen = settings(kw.get("epsilon"), kw.get("alpha"), kw.get("floor"))
-        run_sim_ab(config, chosen, tips_from, baseline, kw["experiment"],
-                   kw.get("tracking_uri"), kw["fmt"])  # fmt: skip
+        run_sim_ab(
+            config, chosen, tips_from, baseline, kw["experiment"], kw.get("tracking_uri"), kw["fmt"]
+        )
         return None
 
     command.callback = callback

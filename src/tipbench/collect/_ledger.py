@@ -234,8 +234,9 @@ class Ledger:
         self._hold = self._held.enter_context(
             experiment_lock(opened.store, opened.experiment_id, LOCK_SCOPE, waiting=self._waiting)
         )
-        found, repaired = opened.result.duplicates, resolve_duplicates(
-            opened.store, opened.experiment_id
+        found, repaired = (
+            opened.result.duplicates,
+            resolve_duplicates(opened.store, opened.experiment_id),
         )
         opened.result.duplicates = DuplicateReport(
             found.cells + repaired.cells,

@@ -39,15 +39,35 @@ HEADINGS = {
     "overlong": "overlong",
 }
 CSV_FIELDS = (
-    "tier", "rank", "rank_shared", "standing", "status", "model", "prompt_version",
-    "n_scenarios", "n_runs", "n_candidates", *COLUMNS,
-    "interval_low", "interval_high", "interval_method",
-    "vs_leader_n_pairs", "vs_leader_difference_value", "vs_leader_difference_low",
-    "vs_leader_difference_high", "vs_leader_difference_method", "vs_leader_p_value",
-    "vs_leader_min_p_value", "vs_leader_verdict",
-    "tied_with_leader", "combined_n_human", "combined_n_effective", "combined_lambda",
-    "combined_sequence_low", "combined_sequence_high",
-)  # fmt: skip
+    "tier",
+    "rank",
+    "rank_shared",
+    "standing",
+    "status",
+    "model",
+    "prompt_version",
+    "n_scenarios",
+    "n_runs",
+    "n_candidates",
+    *COLUMNS,
+    "interval_low",
+    "interval_high",
+    "interval_method",
+    "vs_leader_n_pairs",
+    "vs_leader_difference_value",
+    "vs_leader_difference_low",
+    "vs_leader_difference_high",
+    "vs_leader_difference_method",
+    "vs_leader_p_value",
+    "vs_leader_min_p_value",
+    "vs_leader_verdict",
+    "tied_with_leader",
+    "combined_n_human",
+    "combined_n_effective",
+    "combined_lambda",
+    "combined_sequence_low",
+    "combined_sequence_high",
+)
 """A row of the JSON flattened: a nested key is its path joined by `_` (`interval_low`, the
 row's `"interval": {"low": …}`)."""
 _CSV_P_VALUES = ("vs_leader_p_value", "vs_leader_min_p_value")
@@ -342,6 +362,7 @@ def to_markdown(boards: Sequence[Leaderboard]) -> str:
             parts.append(f"{empty_message(board)}\n")
             continue
         extra = ["CS of Δ", "human (worth)"] if board.tier == "combined" else []
+        # the header and its alignment row, column by column
         header = ["#", "model", "prompt", "composite", f"{board.confidence:.0%} CI",
                   *(HEADINGS[c] for c in COLUMNS[1:]), "scenarios", "candidates",
                   "Δ vs leader [CI]", "p", *extra, "standing"]  # fmt: skip

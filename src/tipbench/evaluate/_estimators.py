@@ -308,17 +308,28 @@ def estimate_contrast(
     n = sums.n
     if n < max(min_decisions, 2) or models is None:
         return PolicyEvaluation(
-            name, "logged", "too little data",
+            name,
+            "logged",
+            "too little data",
             f"{n:,} rewarded decisions where both sides are known; {min_decisions:,} needed",
-            n, np.nan, np.nan, {}, max(min_decisions, 2) - n,
-        )  # fmt: skip
+            n,
+            np.nan,
+            np.nan,
+            {},
+            max(min_decisions, 2) - n,
+        )
     unseen = _total(groups, "unseen") / n
     if unseen > OVERLAP_TOLERANCE:
         return PolicyEvaluation(
-            name, "logged", "no overlap",
+            name,
+            "logged",
+            "no overlap",
             f"{unseen:.1%} of its probability is on tips the logging policy never shows",
-            n, np.nan, np.nan, {},
-        )  # fmt: skip
+            n,
+            np.nan,
+            np.nan,
+            {},
+        )
     terms = list(_group_terms(sums, models, version).values())
     wr, wr2 = _total(groups, "wr"), _total(groups, "wr2")
     second = sum(t.second for t in terms) / n

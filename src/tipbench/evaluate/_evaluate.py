@@ -149,8 +149,9 @@ class _Reading:
     def sums(self, table: dict[str, PolicySums], name: str) -> PolicySums:
         if name not in table:
             table[name] = PolicySums(self.clip)
-            table[name].versions = {v: d for v, d in table[name].versions.items()
-                                    if v in self.versions}  # fmt: skip
+            table[name].versions = {
+                v: d for v, d in table[name].versions.items() if v in self.versions
+            }
         found = table[name]
         found.grow(len(self.categories))
         return found
@@ -281,11 +282,14 @@ def _report(
             comparisons.append(Comparison(name, live, n, difference))
     estimated = tuple(
         estimate_contrast(
-            name, reading.sums(reading.contrasted, name), models, version,
+            name,
+            reading.sums(reading.contrasted, name),
+            models,
+            version,
             min_decisions=min_decisions,
         )
         for name in list(reading.contrasts)
-    )  # fmt: skip
+    )
     return EvaluationReport(
         decisions=reading.decisions,
         rewarded=reading.rewarded,

@@ -47,8 +47,9 @@ class Replayer:
         have = len(self.bank.categories)
         if categories <= have:
             return
-        grown = ArmBank(1, [str(c) for c in range(categories)], self.spec.dimension,
-                        self.config.ridge)  # fmt: skip
+        grown = ArmBank(
+            1, [str(c) for c in range(categories)], self.spec.dimension, self.config.ridge
+        )
         for name in ("xx", "rx", "n", "a_inverse", "theta"):
             getattr(grown, name)[:, :have] = getattr(self.bank, name)
         self.bank = grown

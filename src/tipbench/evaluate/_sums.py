@@ -159,9 +159,15 @@ class FeatureSums:
     def empty(cls, categories: int, d: int) -> FeatureSums:
         c = categories
         return cls(
-            np.zeros((c, d)), np.zeros((c, d, c, d)), np.zeros((c, d)), np.zeros((c, d)),
-            np.zeros((c, d)), np.zeros((c, d, d)), np.zeros((c, d)), np.zeros((c, d, d)),
-        )  # fmt: skip
+            np.zeros((c, d)),
+            np.zeros((c, d, c, d)),
+            np.zeros((c, d)),
+            np.zeros((c, d)),
+            np.zeros((c, d)),
+            np.zeros((c, d, d)),
+            np.zeros((c, d)),
+            np.zeros((c, d, d)),
+        )
 
     def grow(self, categories: int) -> None:
         for name in ("u", "ub", "ur", "m", "mc", "h", "hc"):
@@ -271,11 +277,19 @@ class PolicySums:
         names = list(dict.fromkeys(deciders))
         decider_code = np.array([names.index(d) for d in deciders]) if len(names) > 1 else 0
         chunk = _Chunk(
-            pi, p, codes[rows], shown, traffic.reward[rows], raw, w, np.maximum(cut, 0.0),
-            reach, p * weights**2,
+            pi,
+            p,
+            codes[rows],
+            shown,
+            traffic.reward[rows],
+            raw,
+            w,
+            np.maximum(cut, 0.0),
+            reach,
+            p * weights**2,
             {v: xs[v][rows] for v in self.versions},
             decider_code * FOLDS + folds[rows],
-        )  # fmt: skip
+        )
         for code in np.unique(chunk.group):
             decider, fold = names[int(code) // FOLDS], int(code) % FOLDS
             group = self.groups.setdefault((decider, fold), self._empty_group())

@@ -132,9 +132,14 @@ def _read_spread(judged: Judged, comparable: np.ndarray[Any, Any]) -> tuple[floa
             return math.sqrt(pooled), "human"
     if np.isfinite(judged.auto).sum() > 2:
         auto = Judged.build(
-            judged.cell, judged.scenario, np.full(len(judged.cell), np.nan), judged.auto,
-            np.isfinite(judged.auto), judged.pool, judged.floor,
-        )  # fmt: skip
+            judged.cell,
+            judged.scenario,
+            np.full(len(judged.cell), np.nan),
+            judged.auto,
+            np.isfinite(judged.auto),
+            judged.pool,
+            judged.floor,
+        )
         seen = auto.human_tier()
         estimates = estimate(seen, Sample.none(), use_judge=False)
         pooled = pool_pairs(seen, Sample.none(), estimates, comparable).unit_variance[0]

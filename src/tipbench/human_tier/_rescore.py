@@ -64,9 +64,15 @@ def export_rescores(
         experiment, store.cell_runs(store.experiment_id(experiment), judgeable=True)
     )
     judge_file = judge_file_for(
-        store, experiment, runs, cells, reveal=reveal, seed=seed, export_id=export_id,
+        store,
+        experiment,
+        runs,
+        cells,
+        reveal=reveal,
+        seed=seed,
+        export_id=export_id,
         numbers=numbers,
-    )  # fmt: skip
+    )
     for item in judge_file.items:
         wanted = {r.candidate_id: r for r in by_run[item.run_id]}
         item.candidates = [c for c in item.candidates if c.id in wanted]

@@ -11,8 +11,17 @@ from tipbench.online._agreement import Agreement
 from tipbench.online._tier import OnlineRow, OnlineTier
 from tipbench.stats import CONFIDENCE, Estimate, json_numbers
 
-_HEADER = ("rank", "source", "standing", "value (DR)", "vs leader", "SNIPS", "ESS", "offered",
-           "served")  # fmt: skip
+_HEADER = (
+    "rank",
+    "source",
+    "standing",
+    "value (DR)",
+    "vs leader",
+    "SNIPS",
+    "ESS",
+    "offered",
+    "served",
+)
 
 
 def _estimate(e: Estimate | None, *, signed: bool = False) -> str:
@@ -38,8 +47,10 @@ def _cells(row: OnlineRow) -> tuple[str, ...]:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
-            for r in (header, *rows)]  # fmt: skip
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
+        for r in (header, *rows)
+    ]
 
 
 def render_online(tier: OnlineTier, agreements: Sequence[Agreement] = ()) -> list[str]:
@@ -57,8 +68,10 @@ def render_online(tier: OnlineTier, agreements: Sequence[Agreement] = ()) -> lis
             more = f"; about {row.more_needed:,} more decisions" if row.more_needed else ""
             lines.append(f"  {row.source}: {row.status}: {row.reason}{more}")
     for found in agreements:
-        lines.append(f"does the {found.tier} tier's rubric predict what users do? "
-                     f"({len(found.sources)} sources with both; Spearman's rho)")  # fmt: skip
+        lines.append(
+            f"does the {found.tier} tier's rubric predict what users do? "
+            f"({len(found.sources)} sources with both; Spearman's rho)"
+        )
         lines += _table(
             ("criterion", "rho", "verdict"),
             [(c.criterion, _estimate(c.rho, signed=True), c.verdict) for c in found.criteria],

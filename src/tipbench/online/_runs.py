@@ -43,8 +43,10 @@ class TrackedRuns:
             if experiment is None or experiment != found.info.experiment_id:
                 return f"it is not a run of experiment {run.experiment!r}"
         params = found.data.params
-        for field, name in ((run.model, CellParam.MODEL),
-                            (run.prompt_version, CellParam.PROMPT_VERSION)):  # fmt: skip
+        for field, name in (
+            (run.model, CellParam.MODEL),
+            (run.prompt_version, CellParam.PROMPT_VERSION),
+        ):
             if field is not None and params.get(name) != field:
                 return f"the run's {name} is {params.get(name)!r}, not {field!r}"
         return None

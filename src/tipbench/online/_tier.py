@@ -178,8 +178,17 @@ def _status(evaluation: PolicyEvaluation) -> OnlineStatus:
 def _row(source: str, evaluation: PolicyEvaluation | None, counts: SourceCounts) -> OnlineRow:
     served_mean = counts.served_reward / counts.served if counts.served else math.nan
     if evaluation is None:  # offered only on decisions never rewarded
-        return OnlineRow(source, "not enough traffic", "no rewarded decision offered its tips",
-                         0, 0, math.nan, None, None, more_needed=MIN_DECISIONS)  # fmt: skip
+        return OnlineRow(
+            source,
+            "not enough traffic",
+            "no rewarded decision offered its tips",
+            0,
+            0,
+            math.nan,
+            None,
+            None,
+            more_needed=MIN_DECISIONS,
+        )
     status = _status(evaluation)
     estimates = evaluation.estimates
     return OnlineRow(
@@ -242,8 +251,14 @@ def online_tier(
             or a provenance naming a run that `runs` does not know.
     """
     targets = SourceTargets(paired=PAIRED_SOURCES)
-    report = _read(log, targets, include_score=include_score, min_decisions=min_decisions,
-                   min_ess=min_ess, contrasts=targets.pairs)  # fmt: skip
+    report = _read(
+        log,
+        targets,
+        include_score=include_score,
+        min_decisions=min_decisions,
+        min_ess=min_ess,
+        contrasts=targets.pairs,
+    )
     _check_runs(targets, runs)
     evaluations = {e.policy: e for e in report.policies}
     rows = [_row(s, evaluations.get(s), c) for s, c in targets.counts.items()]
@@ -291,8 +306,15 @@ def _ranked(
     missing = {s: (s, leader.source) for s in others if not _read_pair(paired, s, leader.source)}
     if missing:
         targets = SourceTargets(only={leader.source, *missing})
-        report = _read(log, targets, include_score=include_score, min_decisions=min_decisions,
-                       min_ess=0.0, contrasts=missing, sources=False)  # fmt: skip
+        report = _read(
+            log,
+            targets,
+            include_score=include_score,
+            min_decisions=min_decisions,
+            min_ess=0.0,
+            contrasts=missing,
+            sources=False,
+        )
         paired = {**paired, **{pair_name(*missing[c.policy]): c for c in report.contrasts}}
     ranked = [_with(leader, 1, "leader", None)]
     for rank, row in enumerate(estimated[1:], start=2):
@@ -325,8 +347,14 @@ def compare_sources(
     if a == b:
         raise ConfigError(f"source {a!r} is on both sides of the paired comparison")
     targets = SourceTargets(only={a, b})
-    report = _read(log, targets, include_score=include_score, min_decisions=min_decisions,
-                   min_ess=min_ess, contrasts={f"{a} − {b}": (a, b)})  # fmt: skip
+    report = _read(
+        log,
+        targets,
+        include_score=include_score,
+        min_decisions=min_decisions,
+        min_ess=min_ess,
+        contrasts={f"{a} − {b}": (a, b)},
+    )
     _check_runs(targets, runs)
     evaluations = {e.policy: e for e in report.policies}
     side = {s: _row(s, evaluations.get(s), targets.counts.get(s, SourceCounts())) for s in (a, b)}

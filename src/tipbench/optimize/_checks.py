@@ -109,9 +109,10 @@ def scenario_text_problem(
     """The training scenario text `proposed` carries and `parent` does not (rule 4)."""
     for scenario in scenarios:
         copied = [
-            text for text in _own_texts(scenario)
+            text
+            for text in _own_texts(scenario)
             if _holds(proposed, text) and not _holds(parent, text)
-        ]  # fmt: skip
+        ]
         if copied:
             quoted = ", ".join(f"'{_short(text)}'" for text in copied[:2])
             more = f" and {len(copied) - 2} more" if len(copied) > 2 else ""

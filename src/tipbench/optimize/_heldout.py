@@ -78,9 +78,14 @@ def run_heldout(
     exported = export_in_order(store, experiment, export_path)
     ranking = rank(store, experiment, suite=str(suite))
     result = PipelineResult(
-        collected, judged, exported.result, ranking.boards, ranking.run_id, ranking.chart,
+        collected,
+        judged,
+        exported.result,
+        ranking.boards,
+        ranking.run_id,
+        ranking.chart,
         judging=exported.describe(),
-    )  # fmt: skip
+    )
     result.warnings.extend(ranking.warnings)
     gate = promote(store, experiment, record=True, suite=str(suite))
     return HeldOut(experiment, prompts, result, gate)

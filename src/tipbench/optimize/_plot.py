@@ -33,9 +33,14 @@ def plot_progress(
     axis.set_ylabel(f"mean training composite ({low:g}–{high:g})")
     axis.set_title(title, fontsize=11, loc="left")
     axis.text(
-        1.0, -0.22, "training scores only: judge the shortlist on held-out scenarios",
-        transform=axis.transAxes, ha="right", fontsize=8, color="#555555",
-    )  # fmt: skip
+        1.0,
+        -0.22,
+        "training scores only: judge the shortlist on held-out scenarios",
+        transform=axis.transAxes,
+        ha="right",
+        fontsize=8,
+        color="#555555",
+    )
     axis.legend(frameon=False, fontsize=9)
     figure.savefig(path, dpi=120)
     plt.close(figure)

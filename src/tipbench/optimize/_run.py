@@ -247,9 +247,14 @@ def optimize(
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         run_gepa(
-            adapter, training, budget=config.budget, minibatch=config.minibatch,
-            seed=config.seed, run_dir=str(run_dir), events=events,
-        )  # fmt: skip
+            adapter,
+            training,
+            budget=config.budget,
+            minibatch=config.minibatch,
+            seed=config.seed,
+            run_dir=str(run_dir),
+            events=events,
+        )
     except BaseException as exc:  # Ctrl-C: KILLED, resumable; an error: FAILED
         record.close("FAILED" if isinstance(exc, Exception) else "KILLED")
         raise
@@ -259,18 +264,33 @@ def optimize(
     record.finish(chosen, config.heldout_name, title, events.summaries[0].programs[0].mean)
     rows = lineage_rows(start, lineage.proposals, final, [p.version for p in chosen])
     result = OptimizationResult(
-        key, record.run_id, folder, split, start.version, events.summaries,
-        lineage.proposals, lineage.skipped, chosen, rows, config.budget, per_iteration,
-    )  # fmt: skip
+        key,
+        record.run_id,
+        folder,
+        split,
+        start.version,
+        events.summaries,
+        lineage.proposals,
+        lineage.skipped,
+        chosen,
+        rows,
+        config.budget,
+        per_iteration,
+    )
     if warning := split.gate_warning():
         result.warnings.append(warning)
     if config.heldout and chosen:
         progress.note(f"held-out grid: {start.version} and the shortlist")
         result.heldout = run_heldout(
-            config, split, start.version, [p.version for p in chosen],
-            tracking_uri=store.uri, suite=folder,
-            collect_progress=collect_progress, judge_progress=judge_progress,
-        )  # fmt: skip
+            config,
+            split,
+            start.version,
+            [p.version for p in chosen],
+            tracking_uri=store.uri,
+            suite=folder,
+            collect_progress=collect_progress,
+            judge_progress=judge_progress,
+        )
     return result
 
 

@@ -63,8 +63,10 @@ def optimizations(store: TrackingStore, experiment: str) -> list[OptimizationSta
     if experiment_id is None:
         return []
     found = store.find(experiment_id, {KIND_TAG: KIND_OPTIMIZATION})
-    return [_status(run.run_id, run.name, run.status, run.params, run.tags, run.metrics)
-            for run in found]  # fmt: skip
+    return [
+        _status(run.run_id, run.name, run.status, run.params, run.tags, run.metrics)
+        for run in found
+    ]
 
 
 def optimization_detail(store: TrackingStore, experiment: str, run_id: str) -> dict[str, Any]:
@@ -83,8 +85,9 @@ def optimization_detail(store: TrackingStore, experiment: str, run_id: str) -> d
     if kind != KIND_OPTIMIZATION or run.info.experiment_id != store.find_experiment(experiment):
         raise KeyError(run_id)
     data = run.data
-    status = _status(run_id, run.info.run_name or "", run.info.status, data.params, data.tags,
-                     data.metrics)  # fmt: skip
+    status = _status(
+        run_id, run.info.run_name or "", run.info.status, data.params, data.tags, data.metrics
+    )
     heldout = None
     if status.status == "FINISHED" and status.shortlist:
         scenarios = [s for s in data.params.get("heldout_scenarios", "").split(",") if s]

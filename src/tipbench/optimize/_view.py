@@ -86,9 +86,11 @@ def lineage_rows(
 
     def visit(version: str, parent: str | None, depth: int, prompt: PromptVersion | None) -> None:
         proposal = prompt.proposal if prompt is not None else None
-        scores = pool[version].scores if version in pool else (
-            proposal.training_scores if proposal else {}
-        )  # fmt: skip
+        scores = (
+            pool[version].scores
+            if version in pool
+            else (proposal.training_scores if proposal else {})
+        )
         rows.append(
             LineageRow(
                 version,

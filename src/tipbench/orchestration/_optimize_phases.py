@@ -95,8 +95,14 @@ def plan(values: dict[str, Any]) -> dict[str, Any]:
     conf = read_optimize_conf(values)
     prepared = prepare(conf.optimization())
     uri = run_store(conf.mlflow_url)
-    logger.info("plan: %s; %s evaluations in %d rounds into %s at %s", prepared.split.describe(),
-                conf.budget, ROUNDS, conf.experiment, redact_uri(uri))  # fmt: skip
+    logger.info(
+        "plan: %s; %s evaluations in %d rounds into %s at %s",
+        prepared.split.describe(),
+        conf.budget,
+        ROUNDS,
+        conf.experiment,
+        redact_uri(uri),
+    )
     minimum = iteration_cost(len(prepared.split.training), conf.minibatch)
     return {
         "conf": conf.model_dump(mode="json"),
@@ -115,9 +121,14 @@ def propose(order: dict[str, Any], round_number: int) -> dict[str, Any]:
     _EVENTS.phase("optimize")
     result = optimize(config, tracking_uri=task_store(order["tracking_uri"]), progress=_Log())
     final = result.final
-    logger.info("round %d: %d evaluations, best training score %.2f (%s); shortlist: %s",
-                round_number, final.evaluations, final.best.mean, final.best.version,
-                ", ".join(p.version for p in result.shortlist) or "empty")  # fmt: skip
+    logger.info(
+        "round %d: %d evaluations, best training score %.2f (%s); shortlist: %s",
+        round_number,
+        final.evaluations,
+        final.best.mean,
+        final.best.version,
+        ", ".join(p.version for p in result.shortlist) or "empty",
+    )
     return {
         "round": round_number,
         "iteration": final.iteration,
@@ -168,14 +179,22 @@ class _Log:
         logger.debug("%s", message)
 
     def iteration(self, summary: IterationSummary) -> None:
-        logger.info("iteration %d: best training score %.2f (%s), %d evaluations spent",
-                    summary.iteration, summary.best.mean, summary.best.version,
-                    summary.evaluations)  # fmt: skip
+        logger.info(
+            "iteration %d: best training score %.2f (%s), %d evaluations spent",
+            summary.iteration,
+            summary.best.mean,
+            summary.best.version,
+            summary.evaluations,
+        )
 
     def proposed(self, prompt: PromptVersion) -> None:
         if prompt.proposal is not None:
-            logger.info("proposed %s: a new %s template for %s", prompt.version,
-                        prompt.proposal.component, prompt.proposal.parent)  # fmt: skip
+            logger.info(
+                "proposed %s: a new %s template for %s",
+                prompt.version,
+                prompt.proposal.component,
+                prompt.proposal.parent,
+            )
 
     def skipped(self, skipped: Skipped) -> None:
         logger.info("skipped a proposal: %s", skipped.describe())

@@ -62,9 +62,12 @@ def plan(values: dict[str, Any], executors: str = "LocalExecutor") -> list[dict[
     TrackingStore(task_store(uri)).experiment_id(conf.experiment, create=True)  # before fan-out
     logger.info(
         "plan: %d models × %d prompts, %d cells into %s at %s",
-        len(config.models), len(config.prompts), conf.cell_count(), conf.experiment,
+        len(config.models),
+        len(config.prompts),
+        conf.cell_count(),
+        conf.experiment,
         redact_uri(uri),
-    )  # fmt: skip
+    )
     validated = conf.model_dump(mode="json")
     return [{"conf": validated, "model": model, "tracking_uri": uri} for model in config.models]
 
@@ -85,9 +88,13 @@ def collect_model(
     )
     logger.info(
         "%s: %d cells, %d already recorded, %d collected, %d failed, loads %s",
-        model, result.total, result.skipped, result.succeeded, len(result.failed),
+        model,
+        result.total,
+        result.skipped,
+        result.succeeded,
+        len(result.failed),
         dict(result.model_loads) or "none",
-    )  # fmt: skip
+    )
     problems = [*result.failed, *result.unwritten]
     if problems:
         cell, error = problems[0]
@@ -119,9 +126,13 @@ def judge_auto(conf: dict[str, Any], tracking_uri: str) -> dict[str, Any]:
     )
     logger.info(
         "judge %s: %d runs, %d already judged, %d judged (%d candidates), %d failed",
-        result.judge_model, result.total, result.skipped, result.judged, result.candidates,
+        result.judge_model,
+        result.total,
+        result.skipped,
+        result.judged,
+        result.candidates,
         len(result.failed),
-    )  # fmt: skip
+    )
     problems = [*result.failed, *result.unwritten]
     if problems:
         run, error = problems[0]
@@ -145,8 +156,13 @@ def export_for_judge(conf: dict[str, Any], tracking_uri: str) -> str:
         exported = export_in_order(store, experiment, path)
         uri = store.log_file(store.experiment_id(experiment), JUDGE_FILE_KIND, path, "judge")
     result = exported.result
-    logger.info("%d runs (%d candidates) wait for the human judge in %s (%s)", result.runs,
-                result.candidates, uri, exported.describe())  # fmt: skip
+    logger.info(
+        "%d runs (%d candidates) wait for the human judge in %s (%s)",
+        result.runs,
+        result.candidates,
+        uri,
+        exported.describe(),
+    )
     return uri
 
 
@@ -178,9 +194,14 @@ def promotion_gate(experiment: str, tracking_uri: str, *, apply: bool) -> dict[s
         result = promote(store, experiment, apply=apply, record=True, online=online)
     decision = result.decision
     verdict = "PROMOTE" if decision.promote else "REFUSE"
-    logger.info("%s %s|%s (production now: %s)%s", verdict, decision.model,
-                decision.prompt_version, decision.production or "none",
-                "" if apply else " — dry run")  # fmt: skip
+    logger.info(
+        "%s %s|%s (production now: %s)%s",
+        verdict,
+        decision.model,
+        decision.prompt_version,
+        decision.production or "none",
+        "" if apply else " — dry run",
+    )
     for condition in decision.conditions:
         logger.info(
             "  [%s] %s: %s", "x" if condition.passed else " ", condition.name, condition.figure
@@ -234,8 +255,9 @@ def record_approval(request: dict[str, Any], approved: bool, by: str) -> None:
             client = TrackingStore(task_store(gate["tracking_uri"])).client
             client.set_tag(gate["decision_run"], "approval", "approved" if approved else "rejected")
             client.set_tag(gate["decision_run"], "approved_by" if approved else "rejected_by", by)
-        logger.info("%s: promotion %s by %s", gate["experiment"],
-                    "approved" if approved else "rejected", by)  # fmt: skip
+        logger.info(
+            "%s: promotion %s by %s", gate["experiment"], "approved" if approved else "rejected", by
+        )
 
 
 def run_outcome(states: dict[str, str | None], *, own: str) -> None:

@@ -69,9 +69,13 @@ def plan(values: dict[str, Any]) -> list[dict[str, Any]]:
     TrackingStore(uri).experiment_id(conf.experiment, create=True)  # before the fan-out
     logger.info(
         "plan: %s over %d seeds × %d users × %d days into %s at %s",
-        ",".join(conf.policies), conf.seeds, conf.users, conf.days, conf.experiment,
+        ",".join(conf.policies),
+        conf.seeds,
+        conf.users,
+        conf.days,
+        conf.experiment,
         redact_uri(uri),
-    )  # fmt: skip
+    )
     validated = conf.model_dump(mode="json")
     return [{"conf": validated, "seed": seed, "tracking_uri": uri} for seed in conf.seed_list]
 

@@ -227,9 +227,11 @@ class AirflowClient:
                     self._token = self._login()
                 token = self._token
             response = self._send(
-                method, path, headers={**(headers or {}), "Authorization": f"Bearer {token}"},
+                method,
+                path,
+                headers={**(headers or {}), "Authorization": f"Bearer {token}"},
                 **kwargs,
-            )  # fmt: skip
+            )
             if response.status_code == 401 and attempt == 1:  # expired: log in again once
                 with self._lock:
                     self._token = None

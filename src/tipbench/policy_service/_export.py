@@ -123,17 +123,32 @@ def _write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
     except ImportError:
         raise ConfigError("Parquet export needs pyarrow: pip install 'tipbench[policy]'") from None
     source = pa.struct(
-        [("model", pa.string()), ("prompt_version", pa.string()), ("experiment", pa.string()),
-         ("run_id", pa.string()), ("tip_index", pa.int64())]
-    )  # fmt: skip
+        [
+            ("model", pa.string()),
+            ("prompt_version", pa.string()),
+            ("experiment", pa.string()),
+            ("run_id", pa.string()),
+            ("tip_index", pa.int64()),
+        ]
+    )
     candidate = pa.struct(
-        [("tip_id", pa.string()), ("category", pa.string()),
-         ("score", pa.float64()), ("probability", pa.float64()), ("source", source)]
-    )  # fmt: skip
+        [
+            ("tip_id", pa.string()),
+            ("category", pa.string()),
+            ("score", pa.float64()),
+            ("probability", pa.float64()),
+            ("source", source),
+        ]
+    )
     settings = pa.struct(
-        [("epsilon", pa.float64()), ("alpha", pa.float64()), ("floor", pa.float64()),
-         ("ridge", pa.float64()), ("seed", pa.int64())]
-    )  # fmt: skip
+        [
+            ("epsilon", pa.float64()),
+            ("alpha", pa.float64()),
+            ("floor", pa.float64()),
+            ("ridge", pa.float64()),
+            ("seed", pa.int64()),
+        ]
+    )
     policy_fields = [
         ("feature_version", pa.string()),
         ("features", pa.list_(pa.float64())),
@@ -144,9 +159,14 @@ def _write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
         ("settings", settings),
     ]
     context = pa.struct(
-        [("local_hour", pa.float64()), ("weekday", pa.int64()), ("open_tasks", pa.int64()),
-         ("minutes_to_deadline", pa.float64()), ("tips_today", pa.int64())]
-    )  # fmt: skip
+        [
+            ("local_hour", pa.float64()),
+            ("weekday", pa.int64()),
+            ("open_tasks", pa.int64()),
+            ("minutes_to_deadline", pa.float64()),
+            ("tips_today", pa.int64()),
+        ]
+    )
     schema = pa.schema(
         [
             ("decision_id", pa.string()),

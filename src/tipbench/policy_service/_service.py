@@ -213,10 +213,18 @@ class PolicyService:
             profile = Profile.from_stats(stats)
         # the tips' sources are kept once, with the deciding policy's choice
         decisions = [
-            self._decide(spec, config, moment, profile, candidates, arms[spec.name], sequence,
-                         sources=index == 0)
+            self._decide(
+                spec,
+                config,
+                moment,
+                profile,
+                candidates,
+                arms[spec.name],
+                sequence,
+                sources=index == 0,
+            )
             for index, spec in enumerate(specs)
-        ]  # fmt: skip
+        ]
         record = DecisionRecord(
             id=uuid.uuid4().hex,
             sequence=sequence,
@@ -231,8 +239,9 @@ class PolicyService:
         try:
             self.store.record_decision(record)
         except DuplicateEvent:  # a concurrent retry logged it first
-            earlier = self._earlier(record.event_id or "", user_id, route, moment, candidates,
-                                    policy)  # fmt: skip
+            earlier = self._earlier(
+                record.event_id or "", user_id, route, moment, candidates, policy
+            )
             if earlier is None:
                 raise
             return earlier
@@ -255,8 +264,11 @@ class PolicyService:
         asked = [(c.tip_id, c.category, c.source) for c in candidates]
         answered = [(c.tip_id, c.category, c.source) for c in earlier.decision.candidates]
         same = (earlier.user_id, earlier.route, earlier.moment, answered) == (
-            user_id, route, moment, asked
-        ) and (policy is None or earlier.decision.policy == policy)  # fmt: skip
+            user_id,
+            route,
+            moment,
+            asked,
+        ) and (policy is None or earlier.decision.policy == policy)
         if not same:
             # Never the other request's decision id: whoever reuses an event id (a client's
             # bug, or someone guessing ids) must not learn another user's decision.

@@ -136,8 +136,9 @@ def sim_ab(
     if not pools:
         raise ConfigError("a sim A/B needs at least one source of judged tips")
     base = _baseline(pools, baseline)
-    study = load_study(config.model_copy(update={"policies": (config.live_policy,),
-                                                 "live": None}), settings)  # fmt: skip
+    study = load_study(
+        config.model_copy(update={"policies": (config.live_policy,), "live": None}), settings
+    )
     contender, population = study.contenders[0], study.population
     reference = float(np.mean([t.composite for pool in pools for t in pool.tips]))
     seeds = config.seed_list

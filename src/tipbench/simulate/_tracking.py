@@ -208,8 +208,11 @@ def log_sim_ab(store: TrackingStore, experiment: str, ab: SimAB, tips_from: str)
     for arm in report.policies:
         key = arm.policy.replace("|", "/")
         reward = arm.overall["reward"]
-        metrics |= {f"reward.{key}": reward.value, f"reward_low.{key}": reward.low,
-                    f"reward_high.{key}": reward.high}  # fmt: skip
+        metrics |= {
+            f"reward.{key}": reward.value,
+            f"reward_low.{key}": reward.low,
+            f"reward_high.{key}": reward.high,
+        }
         if arm.vs_live is not None:
             metrics |= {
                 f"diff.{key}": arm.vs_live.difference.value,

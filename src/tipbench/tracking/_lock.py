@@ -239,8 +239,13 @@ class _Lease:
         return live
 
     def _create(self) -> str:
-        tags = {KIND_TAG: KIND_LOCK, _SCOPE_TAG: self.scope, _HOLDER_TAG: holder_name(),
-                _HEARTBEAT_TAG: "0", _PIDNS_TAG: _pid_namespace()}  # fmt: skip
+        tags = {
+            KIND_TAG: KIND_LOCK,
+            _SCOPE_TAG: self.scope,
+            _HOLDER_TAG: holder_name(),
+            _HEARTBEAT_TAG: "0",
+            _PIDNS_TAG: _pid_namespace(),
+        }
         try:
             run = self.store.client.create_run(
                 self.experiment_id, run_name=f"lock {self.scope}", tags=tags

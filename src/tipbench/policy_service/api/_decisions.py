@@ -43,9 +43,13 @@ def _decide(
     profile = body.profile_features.profile() if body.profile_features else None
     try:
         record = service.decide(
-            body.user_id, body.context.moment(), body.candidate_tips(), profile, policy,
+            body.user_id,
+            body.context.moment(),
+            body.candidate_tips(),
+            profile,
+            policy,
             body.event_id,
-        )  # fmt: skip
+        )
     except UnknownCategory as exc:
         raise field_error(["candidates", exc.index, "category"], str(exc)) from None
     except DecisionConflict as exc:  # the event id names another request

@@ -45,29 +45,42 @@ class ServiceMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.decisions = Counter(
-            f"{PREFIX}_decisions", "Decisions made, per policy and role", ["policy", "role"],
+            f"{PREFIX}_decisions",
+            "Decisions made, per policy and role",
+            ["policy", "role"],
             registry=r,
-        )  # fmt: skip
+        )
         self.rewards = Counter(
-            f"{PREFIX}_rewards", "Rewards learned from, per policy, role and event",
-            ["policy", "role", "event"], registry=r,
-        )  # fmt: skip
-        self.reward_value = Counter(
-            f"{PREFIX}_reward_value", "Sum of the rewards learned from (÷ rewards: the mean)",
-            ["policy", "role"], registry=r,
-        )  # fmt: skip
-        self.requests = Counter(
-            f"{PREFIX}_requests", "HTTP requests answered", ["route", "method", "status"],
+            f"{PREFIX}_rewards",
+            "Rewards learned from, per policy, role and event",
+            ["policy", "role", "event"],
             registry=r,
-        )  # fmt: skip
+        )
+        self.reward_value = Counter(
+            f"{PREFIX}_reward_value",
+            "Sum of the rewards learned from (÷ rewards: the mean)",
+            ["policy", "role"],
+            registry=r,
+        )
+        self.requests = Counter(
+            f"{PREFIX}_requests",
+            "HTTP requests answered",
+            ["route", "method", "status"],
+            registry=r,
+        )
         self.latency = Histogram(
-            f"{PREFIX}_request_duration_seconds", "Time to answer an HTTP request",
-            ["route", "method"], buckets=BUCKETS, registry=r,
-        )  # fmt: skip
+            f"{PREFIX}_request_duration_seconds",
+            "Time to answer an HTTP request",
+            ["route", "method"],
+            buckets=BUCKETS,
+            registry=r,
+        )
         self.store_errors = Counter(
-            f"{PREFIX}_store_errors", "Requests the state store could not answer (503)",
-            ["route"], registry=r,
-        )  # fmt: skip
+            f"{PREFIX}_store_errors",
+            "Requests the state store could not answer (503)",
+            ["route"],
+            registry=r,
+        )
         ProcessCollector(registry=r)
 
     def decided(self, record: DecisionRecord) -> None:

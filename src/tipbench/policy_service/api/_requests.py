@@ -82,9 +82,7 @@ class RequestObserver:
         finally:
             seconds = time.perf_counter() - started
             self.metrics.answered(self.route_of(scope), scope["method"], status, seconds)
-            _access.info(
-                "%s %s %d %.1f ms", scope["method"], scope["path"], status, seconds * 1000
-            )
+            _access.info("%s %s %d %.1f ms", scope["method"], scope["path"], status, seconds * 1000)
             request_id.reset(token)
 
 

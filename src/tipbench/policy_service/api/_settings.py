@@ -59,9 +59,11 @@ class PolicyServerSettings(BaseSettings):
             ConfigError: a token is missing, too short, shared, or unreadable from its file.
         """
         serve = read_tokens(
-            self.policy_token, self.policy_token_file, kind="service",
+            self.policy_token,
+            self.policy_token_file,
+            kind="service",
             variable="TIPBENCH_POLICY_TOKEN",
-        )  # fmt: skip
+        )
         admin = _optional(self.policy_admin_token, self.policy_admin_token_file, "admin")
         monitor = _optional(self.policy_monitor_token, self.policy_monitor_token_file, "monitor")
         scopes = {

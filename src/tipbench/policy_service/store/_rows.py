@@ -29,15 +29,38 @@ from tipbench.policy_service.store._records import (
 from tipbench.policy_service.store._store import AlreadyRewarded, DecisionExpired
 
 DECISION_COLUMNS = (
-    "id", "seq", "created_at", "user_id", "policy", "route", "moment", "feature_version",
-    "features", "candidates", "tip_id", "category", "propensity", "reward", "event", "dwell_s",
-    "rewarded_at", "event_id", "settings", "source",
-)  # fmt: skip
+    "id",
+    "seq",
+    "created_at",
+    "user_id",
+    "policy",
+    "route",
+    "moment",
+    "feature_version",
+    "features",
+    "candidates",
+    "tip_id",
+    "category",
+    "propensity",
+    "reward",
+    "event",
+    "dwell_s",
+    "rewarded_at",
+    "event_id",
+    "settings",
+    "source",
+)
 """The `decisions` columns of the log, in the order its rows are written and read."""
 SHADOW_COLUMNS = (
-    "decision_id", "policy", "feature_version", "features", "candidates", "tip_id",
-    "propensity", "settings",
-)  # fmt: skip
+    "decision_id",
+    "policy",
+    "feature_version",
+    "features",
+    "candidates",
+    "tip_id",
+    "propensity",
+    "settings",
+)
 """The `shadow_decisions` columns of the log (`learned` is the store's own)."""
 
 

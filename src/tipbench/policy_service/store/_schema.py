@@ -21,9 +21,15 @@ from tipbench.policy_service.store._store import Cursor
 SCHEMA_VERSION = 3
 
 COUNTED = (
-    "decisions", "rewards", "reward_sum", "shadow_decisions",
-    "completed", "dismissed", "viewed", "expired",
-)  # fmt: skip
+    "decisions",
+    "rewards",
+    "reward_sum",
+    "shadow_decisions",
+    "completed",
+    "dismissed",
+    "viewed",
+    "expired",
+)
 """The `counters` columns: per policy, summed over shards (and per policy and source in
 `source_counters`, where `shadow_decisions` stays 0)."""
 NO_SOURCE = ""  # `source_counters.source` of the decisions whose tip has no known source
@@ -41,9 +47,14 @@ UNIQUE_KEYS: dict[str, UniqueKey] = {
 }
 
 TABLES = (
-    "decisions", "shadow_decisions", "arms", "profiles", "counters", "user_contributions",
+    "decisions",
+    "shadow_decisions",
+    "arms",
+    "profiles",
+    "counters",
+    "user_contributions",
     "source_counters",
-)  # fmt: skip
+)
 """The tables of the log, the models and the counters (`settings` holds the config)."""
 
 _TABLES = """

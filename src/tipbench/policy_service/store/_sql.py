@@ -382,10 +382,16 @@ class SqlStore(StateStore):
             "completed_hour_sin = completed_hour_sin + ?, "
             "completed_hour_cos = completed_hour_cos + ? WHERE user_id = ?",
             (
-                delta.responses, delta.completed, delta.dismissed, delta.dwell_n,
-                delta.dwell_sum_s, delta.completed_hour_sin, delta.completed_hour_cos, user_id,
+                delta.responses,
+                delta.completed,
+                delta.dismissed,
+                delta.dwell_n,
+                delta.dwell_sum_s,
+                delta.completed_hour_sin,
+                delta.completed_hour_cos,
+                user_id,
             ),
-        )  # fmt: skip
+        )
 
     def expire(self, before: str, default_reward: float | None, now: str, limit: int) -> int:
         with self._transaction(write=True) as cur:
@@ -424,9 +430,12 @@ class SqlStore(StateStore):
             if not pruned:
                 return 0
             self._add_sums(
-                cur, "user_contributions", ("user_id", "policy", "category"),
-                forgetting.by_user, 1,
-            )  # fmt: skip
+                cur,
+                "user_contributions",
+                ("user_id", "policy", "category"),
+                forgetting.by_user,
+                1,
+            )
             forgetting.delete()
             self._run(  # the SQLite store numbers on from here even if the log is empty
                 cur,
@@ -479,9 +488,12 @@ class SqlStore(StateStore):
                 forgetting.take_back()
                 forgetting.delete()
                 for table in (
-                    "shadow_decisions", "arms", "counters", "source_counters",
+                    "shadow_decisions",
+                    "arms",
+                    "counters",
+                    "source_counters",
                     "user_contributions",
-                ):  # fmt: skip
+                ):
                     self._run(cur, f"DELETE FROM {table} WHERE policy = ?", (policy,))
             else:
                 forgetting.gather("user_id = ?", (user_id,))
