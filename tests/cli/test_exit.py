@@ -1,4 +1,4 @@
-"""The `tipbench` command's quick exit: its status, its output and its exit handlers kept."""
+"""The `tipbench` command's exit: its status, its output, its exit handlers and its threads kept."""
 
 from __future__ import annotations
 
