@@ -21,6 +21,7 @@ choice took (its `runs on` note) and whether every arm wrote the same candidates
 (the count does not change the answers).
 
     python bench/threads.py                                   # everything, 2 rounds
+    python bench/threads.py --busy-fixed 1                    # busy: only 1 fixed thread
     python bench/threads.py --kinds collect --conditions idle --rounds 1 --n-tips 2   # a look
 
 Exit status: 0 if every arm succeeded and wrote the same answers; the targets are printed.
