@@ -19,80 +19,20 @@ bytes each, grow with it; the target is at most 300 MB at 2 million decisions).
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-from tipbench.simulate import Contender, make_world, serve  # noqa: E402
-from tipbench.simulate._log import log_rows  # noqa: E402
-from tipbench.suite import load_suite  # noqa: E402
+from _decision_logs import logs_of_sizes, measured
 
 TARGET_S = 60.0
 TARGET_MB_AT_2M = 300.0
-BATCH = 50  # worlds served at once
-USERS, DAYS = 30, 14
-# Runs the CLI in a child and prints the child's peak resident memory (KiB on Linux).
-MEASURED = """
-import resource, subprocess, sys
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-if done.returncode:
-    sys.exit(done.stderr.strip() or f"exit {done.returncode}")
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
-
-def write_log(path: Path, decisions: int) -> int:
-    """At least `decisions` rows of simulated /serve traffic; returns how many."""
-    suite = load_suite()
-    assert suite.population is not None and suite.catalogue is not None
-    live = Contender.named("egreedy-v1")
-    shadows = [Contender.named("egreedy-v2"), Contender.named("linucb")]
-    written, seed = 0, 0
-    with path.open("w", encoding="utf-8") as out:
-        while written < decisions:
-            worlds = [
-                make_world(suite.population, suite.catalogue, s, USERS, DAYS)
-                for s in range(seed, seed + BATCH)
-            ]
-            served = serve(worlds, live, shadows, len(suite.population.categories))
-            for index, world in enumerate(worlds):
-                for row in log_rows(world, served, index, suite.catalogue):
-                    out.write(json.dumps(row) + "\n")
-                    written += 1
-                    if written == decisions:
-                        return written
-            seed += BATCH
-    return written
-
-
-def head(source: Path, target: Path, rows: int) -> None:
-    with source.open(encoding="utf-8") as src, target.open("w", encoding="utf-8") as out:
-        for number, line in enumerate(src):
-            if number == rows:
-                return
-            out.write(line)
 
 
 def cli_round(log: Path, tracking: str) -> tuple[float, float]:
     """(seconds, peak resident MB) of one `policy evaluate --log`."""
-    command = [
-        sys.executable, "-m", "tipbench.cli", "policy", "evaluate", "--log", str(log),
-        "--tracking-uri", tracking, "--format", "json",
-    ]  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", MEASURED, *command], capture_output=True, text=True, check=False
-    )
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"policy evaluate failed: {done.stderr.strip()}")
-    return elapsed, int(done.stdout.split()[-1]) / 1024
+    command = ["policy", "evaluate", "--log", str(log), "--tracking-uri", tracking]
+    seconds, peak, _ = measured([*command, "--format", "json"])
+    return seconds, peak
 
 
 def main() -> int:
@@ -104,15 +44,7 @@ def main() -> int:
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
     with tempfile.TemporaryDirectory(prefix="tipbench-eval-") as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        largest = folder / f"log-{sizes[-1]}.jsonl"
-        started = time.perf_counter()
-        write_log(largest, sizes[-1])
-        print(f"wrote {sizes[-1]:,} decisions in {time.perf_counter() - started:.0f} s")
-        logs = {size: folder / f"log-{size}.jsonl" for size in sizes}
-        for size in sizes[:-1]:
-            head(largest, logs[size], size)
+        logs = logs_of_sizes(args.keep or Path(tmp), sizes)
         tracking = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
         cli_round(logs[sizes[0]], tracking)  # the store's tables; imports warmed
         best, peak = {}, {}

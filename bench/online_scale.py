@@ -21,95 +21,48 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-from tipbench.simulate import Contender, make_world, serve  # noqa: E402
-from tipbench.simulate._log import log_rows  # noqa: E402
-from tipbench.suite import load_suite  # noqa: E402
-from tipbench.tracking import TrackingStore  # noqa: E402
+from _decision_logs import Row, logs_of_sizes, measured
+from tipbench.suite import load_suite
+from tipbench.tracking import TrackingStore
 
 TARGET_MB_AT_1M = 300.0
 TARGET_BYTES_PER_DECISION = 64.0
 MODEL = "llamacpp:smollm2-135m"
 PROMPTS = ("v1", "v2-mentor", "v3-few-shot")
 EXPERIMENT = "tip-bench-online-scale"
-BATCH = 50  # worlds served at once
-USERS, DAYS = 30, 14
-# Runs the CLI in a child; prints what it printed, then its peak resident memory (KiB on Linux).
-MEASURED = """
-import resource, subprocess, sys
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-if done.returncode:
-    sys.exit(done.stderr.strip() or f"exit {done.returncode}")
-sys.stdout.write(done.stdout)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
 
 
-def with_sources(row: dict[str, object], tips: dict[str, int]) -> dict[str, object]:
-    """The row with every candidate's provenance: tip k of the catalogue is prompt k mod 3's."""
-    for candidate in row["candidates"]:  # type: ignore[attr-defined]
-        index = tips[candidate["tip_id"]]
-        candidate["source"] = {"model": MODEL, "prompt_version": PROMPTS[index % len(PROMPTS)],
-                               "experiment": EXPERIMENT, "tip_index": index}  # fmt: skip
-    return row
+def with_sources() -> Callable[[Row], Row]:
+    """Each row with every candidate's provenance: tip k of the catalogue is prompt k mod 3's."""
+    catalogue = load_suite().catalogue
+    assert catalogue is not None
+    tips = {tip.id: index for index, tip in enumerate(catalogue.tips)}
 
+    def shape(row: Row) -> Row:
+        for candidate in row["candidates"]:  # type: ignore[attr-defined]
+            index = tips[candidate["tip_id"]]
+            candidate["source"] = {
+                "model": MODEL,
+                "prompt_version": PROMPTS[index % len(PROMPTS)],
+                "experiment": EXPERIMENT,
+                "tip_index": index,
+            }
+        return row
 
-def write_log(path: Path, decisions: int) -> int:
-    """At least `decisions` rows of simulated /serve traffic with provenance; returns how many."""
-    suite = load_suite()
-    assert suite.population is not None and suite.catalogue is not None
-    tips = {tip.id: index for index, tip in enumerate(suite.catalogue.tips)}
-    live = Contender.named("egreedy-v1")
-    shadows = [Contender.named("egreedy-v2"), Contender.named("linucb")]
-    written, seed = 0, 0
-    with path.open("w", encoding="utf-8") as out:
-        while written < decisions:
-            worlds = [
-                make_world(suite.population, suite.catalogue, s, USERS, DAYS)
-                for s in range(seed, seed + BATCH)
-            ]
-            served = serve(worlds, live, shadows, len(suite.population.categories))
-            for index, world in enumerate(worlds):
-                for row in log_rows(world, served, index, suite.catalogue):
-                    out.write(json.dumps(with_sources(row, tips)) + "\n")
-                    written += 1
-                    if written == decisions:
-                        return written
-            seed += BATCH
-    return written
-
-
-def head(source: Path, target: Path, rows: int) -> None:
-    with source.open(encoding="utf-8") as src, target.open("w", encoding="utf-8") as out:
-        for number, line in enumerate(src):
-            if number == rows:
-                return
-            out.write(line)
+    return shape
 
 
 def cli_round(log: Path, tracking: str) -> tuple[float, float, dict[str, object]]:
     """(seconds, peak resident MB, the JSON printed) of one `compare --tier online`."""
-    command = [
-        sys.executable, "-m", "tipbench.cli", "compare", "--tier", "online", "--experiment",
-        EXPERIMENT, "--tracking-uri", tracking, "--decision-log", str(log), "--format", "json",
-    ]  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", MEASURED, *command], capture_output=True, text=True, check=False
+    command = ["compare", "--tier", "online", "--experiment", EXPERIMENT, "--decision-log"]
+    seconds, peak, printed = measured(
+        [*command, str(log), "--tracking-uri", tracking, "--format", "json"]
     )
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"compare --tier online failed: {done.stderr.strip()}")
-    *printed, peak = done.stdout.strip().splitlines()
-    return elapsed, int(peak) / 1024, json.loads(printed[-1]) if printed else {}
+    return seconds, peak, json.loads(printed[-1]) if printed else {}
 
 
 def main() -> int:
@@ -121,15 +74,7 @@ def main() -> int:
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
     with tempfile.TemporaryDirectory(prefix="tipbench-online-") as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        largest = folder / f"log-{sizes[-1]}.jsonl"
-        started = time.perf_counter()
-        write_log(largest, sizes[-1])
-        print(f"wrote {sizes[-1]:,} decisions in {time.perf_counter() - started:.0f} s")
-        logs = {size: folder / f"log-{size}.jsonl" for size in sizes}
-        for size in sizes[:-1]:
-            head(largest, logs[size], size)
+        logs = logs_of_sizes(args.keep or Path(tmp), sizes, with_sources())
         tracking = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
         TrackingStore(tracking).experiment_id(EXPERIMENT, create=True)
         cli_round(logs[sizes[0]], tracking)  # imports warmed
