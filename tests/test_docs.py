@@ -42,7 +42,7 @@ def test_the_readmes_loop_installs_what_it_runs_and_says_where_a_bigger_judge_co
     calibrate = next(i for i, line in enumerate(lines) if "--judge-model qwen2.5:3b" in line)
     assert pull < calibrate
     opening = " ".join(text.split("## ", 1)[0].split())
-    assert re.search(r"Expect about \d+ minutes for the run on a 2-core machine", opening)
+    assert re.search(r"Expect about \d+ minutes? for the run on a 2-core machine", opening)
 
 
 def test_readme_links_point_at_files_that_exist() -> None:
