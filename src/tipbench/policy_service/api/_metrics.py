@@ -42,32 +42,24 @@ class ServiceMetrics:
     """The counters and histograms of one app, and their exposition."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.decisions = Counter(
-            f"{PREFIX}_decisions",
-            "Decisions made, per policy and role",
-            ["policy", "role"],
-            registry=r,
+        self.registry = r = CollectorRegistry(auto_describe=True)
+
+        def counter(name: str, doc: str, *labels: str) -> Counter:
+            return Counter(f"{PREFIX}_{name}", doc, labels, registry=r)
+
+        self.decisions = counter(
+            "decisions", "Decisions made, per policy and role", "policy", "role"
         )
-        self.rewards = Counter(
-            f"{PREFIX}_rewards",
-            "Rewards learned from, per policy, role and event",
-            ["policy", "role", "event"],
-            registry=r,
+        self.rewards = counter(
+            "rewards", "Rewards learned from, per policy, role and event", "policy", "role", "event"
         )
-        self.reward_value = Counter(
-            f"{PREFIX}_reward_value",
+        self.reward_value = counter(
+            "reward_value",
             "Sum of the rewards learned from (÷ rewards: the mean)",
-            ["policy", "role"],
-            registry=r,
+            "policy",
+            "role",
         )
-        self.requests = Counter(
-            f"{PREFIX}_requests",
-            "HTTP requests answered",
-            ["route", "method", "status"],
-            registry=r,
-        )
+        self.requests = counter("requests", "HTTP requests answered", "route", "method", "status")
         self.latency = Histogram(
             f"{PREFIX}_request_duration_seconds",
             "Time to answer an HTTP request",
@@ -75,11 +67,8 @@ class ServiceMetrics:
             buckets=BUCKETS,
             registry=r,
         )
-        self.store_errors = Counter(
-            f"{PREFIX}_store_errors",
-            "Requests the state store could not answer (503)",
-            ["route"],
-            registry=r,
+        self.store_errors = counter(
+            "store_errors", "Requests the state store could not answer (503)", "route"
         )
         ProcessCollector(registry=r)
 
