@@ -50,6 +50,7 @@ def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
         "repeat_penalty": request.repeat_penalty,
         "response_format": schema_format,
         "stream": request.complete is not None,  # collect streams a free answer to stop it
+        "form": request.form,  # a greedy schema answer read in this form (`_forms.py`)
     }
 
 

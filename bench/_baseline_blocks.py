@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
-from _baseline_llamacpp import load_as_the_backend
+from _baseline_llamacpp import ask, load_as_the_backend
 
 
 def main(blocks_path: str, out_path: str) -> None:
@@ -28,13 +27,9 @@ def main(blocks_path: str, out_path: str) -> None:
         blocks = json.load(f)["blocks"]
     made = expected = 0
     for block in blocks:
-        llm = load_as_the_backend(block["model_path"], block["n_ctx"], shortlist=True)
+        llm, forms = load_as_the_backend(block["model_path"], block["n_ctx"], shortlist=True)
         for r in block["requests"]:
-            response: Any = llm.create_chat_completion(
-                messages=r["messages"], temperature=r["temperature"], seed=r["seed"],
-                max_tokens=r["max_tokens"], repeat_penalty=r["repeat_penalty"],
-                response_format=r["response_format"],
-            )  # fmt: skip
+            response = ask(llm, forms, r)
             made += (response.get("usage") or {}).get("completion_tokens", 0)
             expected += r["tokens"]
         llm.close()

@@ -6,14 +6,15 @@
 REQUESTS.json (written by `collect_overhead.py`) holds `n_ctx`, `shortlist_grammar` (check
 grammars on a shortlist first, as the embedded backend does) and, per model, its GGUF path
 and requests (`name`, chat `messages`, `temperature`, `seed`, `max_tokens`, `repeat_penalty`,
-`response_format`, `stream`). Each model is loaded as tipbench's embedded backend loads it
+`response_format`, `stream`, `form`). Each model is loaded as tipbench's embedded backend loads it
 (`n_ctx`, plain CPU buffers, the threads it would choose, prompts in blocks), then asked with
 `create_chat_completion`, one request after the other; a `stream` request is streamed, as
 collect streams its free requests. OUT.json gets each answer's text and completion tokens by
 name, and a streamed answer's chunks (one per token) under `pieces`.
 
 It imports no tipbench: this is what the same generations cost without it. It loads
-tipbench's `_aligned.py`, `_threads.py` (and with `shortlist_grammar` its `_shortlist.py`)
+tipbench's `_aligned.py`, `_forms.py`, `_threads.py` (and with `shortlist_grammar` its
+`_shortlist.py`)
 on their own, modules that need only llama-cpp-python, numpy and the standard library, so
 that the model runs on the threads collect's would, prompts are evaluated and constrained
 requests sampled as collect does.
@@ -68,11 +69,12 @@ def backend_module(name: str) -> Any:
     return module
 
 
-def load_as_the_backend(model_path: str, n_ctx: int, shortlist: bool) -> Any:
+def load_as_the_backend(model_path: str, n_ctx: int, shortlist: bool) -> tuple[Any, Any]:
     """A `Llama` loaded as the embedded backend loads it: plain CPU buffers, the threads it
     would choose (`_threads`: one per core free, or `TIPBENCH_LLAMA_THREADS`), prompts in
-    blocks and whole blocks reused (`_aligned`), and with `shortlist` grammars checked on a
-    shortlist first (`_shortlist`)."""
+    blocks and whole blocks reused (`_aligned`), greedy answers read in a request's form
+    (`_forms`), and with `shortlist` grammars checked on a shortlist first (`_shortlist`);
+    and the slot that takes a request's form."""
     threads = backend_module("_threads")
     sample = threads.CpuSample.start()  # measured over the import, as the backend does
     from llama_cpp import Llama
@@ -91,8 +93,24 @@ def load_as_the_backend(model_path: str, n_ctx: int, shortlist: bool) -> Any:
         )
     if shortlist:
         backend_module("_shortlist").shortlist_grammar(llm)
-    aligned.align_prefix_reuse(llm)
-    return llm
+    reuse = aligned.align_prefix_reuse(llm)
+    forms = backend_module("_forms").fill_forms(llm, lambda prompt: reuse.rewind(llm, prompt))
+    return llm, forms
+
+
+def ask(llm: Any, forms: Any, r: dict[str, Any]) -> Any:
+    """`llm`'s answer to request `r`, read in its form if it names one."""
+    form = r.get("form")  # in JSON, lists: a form's choices are tuples
+    forms.form = tuple(tuple(p) if isinstance(p, list) else p for p in form) if form else None
+    return llm.create_chat_completion(
+        messages=r["messages"],
+        temperature=r["temperature"],
+        seed=r["seed"],
+        max_tokens=r["max_tokens"],
+        repeat_penalty=r["repeat_penalty"],
+        response_format=r["response_format"],
+        stream=r.get("stream", False),
+    )
 
 
 def mark(text: str) -> None:
@@ -105,20 +123,12 @@ def main(requests_path: str, out_path: str) -> None:
     texts, tokens, pieces = {}, {}, {}
     for block in spec["blocks"]:
         mark("loading " + block["model"])
-        llm = load_as_the_backend(
+        llm, forms = load_as_the_backend(
             block["model_path"], spec["n_ctx"], bool(spec.get("shortlist_grammar"))
         )
         mark("loaded " + block["model"])
         for i, r in enumerate(block["requests"], start=1):
-            response: Any = llm.create_chat_completion(
-                messages=r["messages"],
-                temperature=r["temperature"],
-                seed=r["seed"],
-                max_tokens=r["max_tokens"],
-                repeat_penalty=r["repeat_penalty"],
-                response_format=r["response_format"],
-                stream=r.get("stream", False),
-            )
+            response = ask(llm, forms, r)
             if r.get("stream"):
                 chunks = [c["choices"][0]["delta"].get("content") for c in response]
                 pieces[r["name"]] = [c for c in chunks if c]

@@ -10,28 +10,27 @@ fresh copy of it, each arm a fresh process timed from start to exit:
   (a)  baseline: plain llama-cpp-python in a loop making the SAME requests (b) makes, in
        the same order: the same messages, schema, temperature, seed, max tokens and repeat
        penalty, the model loaded as the embedded backend loads it (n_ctx, plain CPU
-       buffers, the threads it chooses) and grammars checked on a shortlist as it does;
-  (a:by-name) the same requests, the runs by name (model|prompt|scenario) instead of
-       scenario by scenario: what the order saves;
-  (a:whole) the requests as the judge made them before its answer ended after the
-       criteria: the whole object the prompt describes (criteria and flags), runs by name:
-       what the answer format and the order save together.
+       buffers, the threads it chooses), grammars checked on a shortlist and answers read
+       in the score schema's form as it does (`backends/_forms.py`);
+  (a:token) the same requests decoded token by token, as before the form (issue 46): what
+       the form saves, and whether it changes an answer.
 
 It prints per round the wall clock of each arm, b/a, the candidates per second of each arm
 (over the wall clock, and over the time from the model's load to the last candidate), where
-(b)'s time goes (start-up, judging, the tail after the last candidate), and whether (b)'s
-answers (its `auto_answers.json`) are (a)'s, candidate by candidate. Target: b/a ≤ 1.10,
-best round against best round (other work on the machine only ever adds time), with the
-median of the per-round ratios beside it. Printed too: (b)'s candidates per second against
-the 0.70 it judged before issue 46 on the README's grid (target ≥ 1.5×; a fixed figure from
-an idle 2-core machine, so read it from one).
+(b)'s time goes (start-up, judging, the tail after the last candidate), whether (b)'s
+answers (its `auto_answers.json`) are (a)'s, and (a)'s (a:token)'s, candidate by candidate.
+Target: b/a ≤ 1.10, best round against best round (other work on the machine only ever
+adds time), with the median of the per-round ratios beside it. Printed too: (b)'s
+candidates per second against the 0.70 it judged before issue 46 on the README's grid
+(target ≥ 1.5×; a fixed figure from an idle 2-core machine, so read it from one).
 
     python bench/judge_overhead.py [--n-scenarios 3] [--prompts v1,v2-mentor,v3-few-shot]
                                    [--n-tips 5] [--repeat 3] [--threads T]
                                    [--quiet-wait SECONDS]
 
 Exit status: 0 if b/a ≤ 1.10 and every round judged every run with (a)'s answers; 1
-otherwise. The baselines run `_baseline_llamacpp.py`, which imports no tipbench.
+otherwise (answers that differ from (a:token)'s are counted, not fatal). The baselines run
+`_baseline_llamacpp.py`, which imports no tipbench.
 """
 
 from __future__ import annotations
@@ -44,12 +43,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import _baseline_llamacpp
-from _arms import tipbench_command
+from _arms import tipbench_command, wire
 from _cpu import CpuMeter, Timed, run_timed
 from _report import best_ratio, median_ratio, spread
 from tipbench.auto_judge import DEFAULT_JUDGE_MODEL, judge_messages
@@ -60,10 +58,10 @@ from tipbench.auto_judge._requests import (
     judge_request,
     judging_order,
 )
-from tipbench.backends import BackendOptions, GenerationRequest, ModelSpec, open_backend
+from tipbench.backends import BackendOptions, ModelSpec, open_backend
 from tipbench.backends._llamacpp import LlamaCppBackend
 from tipbench.collect import DEFAULT_PROMPTS
-from tipbench.suite import SCORE_NAMES, levels, load_suite
+from tipbench.suite import load_suite
 from tipbench.tracking import AUTO_ANSWERS_FILE, TrackingStore, fetch_candidates
 
 TARGET = 1.10
@@ -76,19 +74,8 @@ BASELINE = Path(_baseline_llamacpp.__file__).resolve()
 _SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 ARMS = {
     "a": "(a) bare loop, (b)'s requests",
-    "a_name": "(a:by-name) runs by name",
-    "a_whole": "(a:whole) whole answer, by name",
+    "a_token": "(a:token) token by token",
 }
-
-
-def whole_answer_schema() -> dict[str, Any]:
-    """The judge's schema before its answer ended after the criteria: every score."""
-    return {
-        "type": "object",
-        "properties": {n: {"type": "integer", "enum": list(levels(n))} for n in SCORE_NAMES},
-        "required": list(SCORE_NAMES),
-        "additionalProperties": False,
-    }
 
 
 # --------------------------------------------------------------------------- setup
@@ -142,38 +129,24 @@ def prepare(args: argparse.Namespace, folder: Path) -> Setup:
     rubric = load_suite().rubric.text()
     backend = open_backend(ModelSpec.parse(DEFAULT_JUDGE_MODEL), BackendOptions())
     assert isinstance(backend, LlamaCppBackend)
-    orders = {"judge": judging_order(runs), "name": sorted(runs, key=lambda r: r.label)}
     cells = dict(zip([r.run_id for r in runs], fetch_candidates(tracking, runs), strict=True))
     setup.runs, setup.candidates = len(runs), sum(len(c.candidates) for c in cells.values())
-    for arm, order, whole in (("a", "judge", False), ("a_name", "name", False),
-                              ("a_whole", "name", True)):  # fmt: skip
+    for arm, in_form in (("a", True), ("a_token", False)):
         requests = []
-        for run in orders[order]:
+        for run in judging_order(runs):
             cell = cells[run.run_id]
             for candidate in cell.candidates:
                 messages = judge_messages(rubric, cell.scenario, candidate.model_dump())
                 request = judge_request(messages, "schema", JUDGE_TEMPERATURE, JUDGE_SEED)
-                schema = whole_answer_schema() if whole else request.json_schema
-                requests.append(as_json(f"{run.label} {candidate.id}", request, schema))
+                if not in_form:
+                    request = replace(request, form=None)
+                requests.append(wire(f"{run.label} {candidate.id}", request))
         blocks = [{"model": DEFAULT_JUDGE_MODEL, "model_path": str(backend.path),
                    "requests": requests}]  # fmt: skip
         spec = {"n_ctx": JUDGE_N_CTX, "shortlist_grammar": True, "blocks": blocks}
         setup.requests[arm] = folder / f"requests-{arm}.json"
         setup.requests[arm].write_text(json.dumps(spec, indent=1), encoding="utf-8")
     return setup
-
-
-def as_json(name: str, request: GenerationRequest, schema: Any) -> dict[str, Any]:
-    """A request as `_baseline_llamacpp.py` reads it."""
-    return {
-        "name": name,
-        "messages": request.chat_messages(),
-        "temperature": request.temperature,
-        "seed": request.seed,
-        "max_tokens": request.max_tokens,
-        "repeat_penalty": request.repeat_penalty,
-        "response_format": {"type": "json_object", "schema": schema},
-    }
 
 
 # --------------------------------------------------------------------------- a round
@@ -199,6 +172,7 @@ class Round:
     arms: dict[str, Arm]
     order: str
     same: int  # candidates whose (b) answer is (a)'s
+    same_token: int  # candidates whose (a) answer is (a:token)'s
     judged: int  # runs (b) judged
 
     def ratio(self, arm: str = "b", base: str = "a") -> float:
@@ -255,11 +229,12 @@ def one_round(number: int, setup: Setup, meter: CpuMeter, quiet_wait: float) -> 
     for arm in (first, second):
         arms[arm] = product() if arm == "b" else bare(arm)
     arms["b"].answers, judged = judge_answers(setup)
-    for arm in ("a_name", "a_whole"):
-        arms[arm] = bare(arm)
+    arms["a_token"] = bare("a_token")
     reference = arms["a"].answers
     same = sum(reference.get(name) == text for name, text in arms["b"].answers.items())
-    return Round(arms, f"{first},{second}", same, judged)
+    token = arms["a_token"].answers
+    same_token = sum(token.get(name) == text for name, text in reference.items())
+    return Round(arms, f"{first},{second}", same, same_token, judged)
 
 
 # --------------------------------------------------------------------------- report
@@ -276,14 +251,14 @@ def report(setup: Setup, rounds: list[Round], args: argparse.Namespace) -> bool:
     )
     print(line)
     print(f"{'round':>5} {'order':>5} {'(a) s':>8} {'(b) s':>8} {'b/a':>7} "
-          f"{'(a:by-name) s':>14} {'(a:whole) s':>12} {'same answers':>13} {'runs judged':>12}"
+          f"{'(a:token) s':>12} {'b = a':>7} {'a = a:token':>12} {'runs judged':>12}"
           )  # fmt: skip
     for i, r in enumerate(rounds, start=1):
         a, b = r.arms["a"].timed.seconds, r.arms["b"].timed.seconds
         print(
             f"{i:>5} {r.order:>5} {a:>8.2f} {b:>8.2f} {b / a:>7.3f} "
-            f"{r.arms['a_name'].timed.seconds:>14.2f} {r.arms['a_whole'].timed.seconds:>12.2f} "
-            f"{f'{r.same}/{n}':>13} {f'{r.judged}/{setup.runs}':>12}"
+            f"{r.arms['a_token'].timed.seconds:>12.2f} {f'{r.same}/{n}':>7} "
+            f"{f'{r.same_token}/{n}':>12} {f'{r.judged}/{setup.runs}':>12}"
         )
     print(line)
     print("candidates per second, best round (over the wall clock; over the model's load to "
@@ -311,13 +286,15 @@ def report(setup: Setup, rounds: list[Round], args: argparse.Namespace) -> bool:
     verdict = "PASS" if ratio <= TARGET else "FAIL"
     print(f"b/a wall clock, best rounds: {ratio:.3f}   target ≤ {TARGET:.2f}   {verdict}   "
           f"(median of per-round b/a {median:.3f})")  # fmt: skip
-    for key, what in (("a_name", "the order saves"), ("a_whole", "format and order save")):
-        other = [r.arms[key].timed.seconds for r in rounds]
-        print(f"{ARMS[key]} / (a): {spread(a_best, other)}   (median [min, max]: what {what})")
+    token = [r.arms["a_token"].timed.seconds for r in rounds]
+    print(f"{ARMS['a_token']} / (a): {spread(a_best, token)}   (median [min, max]: what the "
+          "form saves)")  # fmt: skip
     cpu = statistics.median(r.arms["b"].timed.cpu / r.arms["a"].timed.cpu for r in rounds)
     print(f"b/a CPU-seconds: {cpu:.3f}   (median, for reference)")
     same = all(r.same == n and r.judged == setup.runs for r in rounds)
     print(f"(b) judged every run with (a)'s answers in every round: {'yes' if same else 'NO'}")
+    changed = sum(n - r.same_token for r in rounds)
+    print(f"answers the form changed ((a) against (a:token)): {changed} of {n * len(rounds)}")
     speed = n / min(r.arms["b"].timed.seconds for r in rounds)
     gain = speed / BEFORE_46
     print(f"(b) candidates per second / {BEFORE_46} before issue 46: {gain:.2f}   target ≥ "

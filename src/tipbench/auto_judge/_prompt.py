@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tipbench.backends import AnswerForm
 from tipbench.suite import CRITERIA, FLAGS, SCORE_NAMES, Message, levels
 from tipbench.tracking import Scores
 
@@ -54,6 +55,15 @@ def score_schema() -> dict[str, Any]:
         "required": list(CRITERIA),
         "additionalProperties": False,
     }
+
+
+def score_form() -> AnswerForm:
+    """The score schema's answers as the judge writes them (`{ "relevance": 4, ...}`): a
+    backend that can reads the criteria in one model call each (`backends/_forms.py`)."""
+    form: list[str | tuple[str, ...]] = []
+    for index, name in enumerate(CRITERIA):
+        form += [f'{", " if index else "{ "}"{name}": ', tuple(map(str, SCORE_RANGES[name]))]
+    return (*form, "}")
 
 
 @dataclass(frozen=True)

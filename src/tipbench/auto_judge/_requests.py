@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tipbench.auto_judge._prompt import score_schema, system_message
+from tipbench.auto_judge._prompt import score_form, score_schema, system_message
 from tipbench.backends import Constraint, GenerationRequest
 from tipbench.suite import Message
 from tipbench.tracking import CellRun
@@ -55,7 +55,13 @@ def judge_request(
     JSON object, or none."""
     schema = score_schema() if constraint == "schema" else None
     return GenerationRequest(
-        messages, temperature, seed, JUDGE_MAX_TOKENS, schema, constraint == "json"
+        messages,
+        temperature,
+        seed,
+        JUDGE_MAX_TOKENS,
+        schema,
+        constraint == "json",
+        form=score_form() if schema else None,
     )
 
 

@@ -3,6 +3,7 @@
 from tipbench.backends._base import (
     DEFAULT_OLLAMA_URL,
     DEFAULT_OPENAI_BASE_URL,
+    AnswerForm,
     Backend,
     BackendOptions,
     Constraint,
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
     "DEFAULT_STRUCTURED",
     "STRUCTURED_MODES",
+    "AnswerForm",
     "Backend",
     "BackendOptions",
     "CheckedBackend",

@@ -31,6 +31,14 @@ class AlignedReuse:
 
     last_prompt: int = 0  # the tokens of the last prompt: the ones evaluated in blocks
 
+    def rewind(self, llm: Any, prompt: list[int]) -> None:
+        """Set `llm` back to the whole blocks `prompt` shares with the last prompt: where
+        evaluating `prompt` starts (0: afresh)."""
+        evaluated = llm.input_ids[: min(llm.n_tokens, self.last_prompt)]
+        shared = _shared_prefix(evaluated, prompt[:-1])
+        llm.n_tokens = shared - shared % BLOCK
+        self.last_prompt = len(prompt)
+
 
 def align_prefix_reuse(llm: Any) -> AlignedReuse:
     """Make `llm` (a `llama_cpp.Llama` created with `n_batch=BLOCK`) reuse whole blocks only.
@@ -47,10 +55,7 @@ def align_prefix_reuse(llm: Any) -> AlignedReuse:
 
     def aligned_generate(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
         tokens = list(tokens)
-        evaluated = llm.input_ids[: min(llm.n_tokens, reuse.last_prompt)]
-        shared = _shared_prefix(evaluated, tokens[:-1])
-        llm.n_tokens = shared - shared % BLOCK  # 0 makes generate start afresh
-        reuse.last_prompt = len(tokens)
+        reuse.rewind(llm, tokens)  # n_tokens 0 makes generate start afresh
         return generate(tokens, *args, **kwargs)
 
     llm.generate = aligned_generate

