@@ -10,14 +10,23 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
 from tipbench import BackendError, GenerationFailed, ModelNotFound, ModelTooLarge
-from tipbench.auto_judge import score_schema
+from tipbench.auto_judge import judge_messages, parse_scores, score_schema
+from tipbench.auto_judge._judge import JUDGE_N_CTX
+from tipbench.auto_judge._prompt import score_form
+from tipbench.auto_judge._requests import (
+    JUDGE_SEED,
+    JUDGE_TEMPERATURE,
+    judge_request,
+    warm_up_request,
+)
 from tipbench.backends import (
+    AnswerForm,
     Backend,
     BackendOptions,
     GenerationRequest,
@@ -234,6 +243,84 @@ def test_a_constrained_answer_is_what_llama_cpp_samples_with_its_own_grammar_che
             assert answer.text.lstrip().startswith("{")
     finally:
         stock.close()
+
+
+@pytest.fixture(scope="module")
+def judge() -> Iterator[Backend]:
+    """The bundled model as the automatic judge loads it, its rubric evaluated."""
+    with open_backend(SMOLLM2, BackendOptions(n_ctx=JUDGE_N_CTX)) as backend:
+        backend.warm(warm_up_request(load_suite().rubric.text()))
+        yield backend
+
+
+def judge_requests() -> list[GenerationRequest]:
+    """The judge's requests for a few tips of two scenarios, one of them nonsense."""
+    suite = load_suite()
+    tips = [
+        "Block 25 minutes for the quarterly report now, then call the dentist.",
+        "Drink water.",
+        "asdf qwer zxcv",
+    ]
+    return [
+        judge_request(
+            judge_messages(suite.rubric.text(), asdict(scenario), {"text": tip}),
+            "schema",
+            JUDGE_TEMPERATURE,
+            JUDGE_SEED,
+        )
+        for scenario in suite.select_scenarios(2)
+        for tip in tips
+    ]
+
+
+@pytest.fixture
+def fills(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each answer asked in a form was read in it (False: decoded token by token)."""
+    from tipbench.backends import _forms
+
+    seen: list[bool] = []
+    fill = _forms._Filler.fill
+
+    def counted(self: _forms._Filler, prompt: list[int], form: AnswerForm) -> list[int] | None:
+        answer = fill(self, prompt, form)
+        seen.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(_forms._Filler, "fill", counted)
+    return seen
+
+
+@pytest.mark.slow
+def test_the_judge_reads_its_answers_in_their_form_and_they_are_the_decoded_ones(
+    judge: Backend, fills: list[bool]
+) -> None:
+    # One model call per score instead of one per token: the same text and token count as
+    # decoding token by token under the schema, whatever was asked before.
+    requests = judge_requests()
+    decoded = [judge.generate(replace(each, form=None)) for each in requests]
+    order = [*range(len(requests)), *reversed(range(len(requests)))]
+    for i in order:
+        answer, expected = judge.generate(requests[i]), decoded[i]
+        assert answer.text == expected.text, i
+        assert answer.completion_tokens == expected.completion_tokens
+        assert parse_scores(answer.text) is not None
+    assert fills == [True] * len(order)
+
+
+@pytest.mark.slow
+def test_a_form_the_model_does_not_write_is_decoded_token_by_token(
+    judge: Backend, fills: list[bool]
+) -> None:
+    asked = judge_requests()[0]
+    expected = judge.generate(replace(asked, form=None)).text
+    form = score_form()
+    unwritten = [
+        ('{"relevance": ', *form[1:]),  # the model writes '{ "'
+        (form[0], ("9",), *form[2:]),  # a value the schema does not allow
+    ]
+    for each in unwritten:
+        assert judge.generate(replace(asked, form=each)).text == expected
+    assert fills == [False, False]
 
 
 @pytest.mark.slow

@@ -4,17 +4,17 @@ A temperature-0 answer under a JSON schema whose answers all look alike (the jud
 `{ "relevance": 3, "actionability": 4, "tone": 5}`) is mostly fixed text, yet llama.cpp
 decodes it one token at a time: one model call per token, 21 for the judge. `fill_forms`
 reads such an answer in one call per choice instead. It evaluates each stretch of the
-form's fixed text in one batch, keeping the scores at every position, and checks that the
-model's likeliest token at each position is the form's next token; at a choice it takes
-the likeliest token overall when that is one of the choice's values. A token that is the
-likeliest of all is the one greedy decoding under the schema picks too (the grammar
-allows it), so the answer is the one that decoding gives. At the first position where the
-model would write anything else (other whitespace, another tokenization, a value outside
-the choice), the request is decoded as before, from its prompt.
+form's fixed text in one batch, keeping the scores at every position, and checks, with the
+request's grammar on the likeliest tokens (as `_shortlist.py` does), that the token greedy
+decoding takes at each position is the form's next token; at a choice it takes greedy's
+token when it is one of the choice's values. So the answer is the one greedy decoding under
+the grammar writes. At the first position where it would write anything else (other
+whitespace, another tokenization, a value outside the choice), the request is decoded as
+before, from its prompt.
 
 The stretches are evaluated in batches, not token by token, and llama.cpp's kernels round
 other batch shapes differently: in a near tie between two values the pick may differ from
-the token-by-token one (bench/README.md counts how often on the README's grid). The same
+the token-by-token one (none did on the README's grid: bench/README.md). The same
 request still gives the same answer, whatever ran before (`_aligned.py`).
 
 Like `_shortlist.py` and `_aligned.py`, this wraps llama-cpp-python's `Llama.generate`.
@@ -128,18 +128,21 @@ class _Filler:
 
     def _choose(self, values: tuple[str, ...]) -> bool:
         """Take greedy's pick if it is one of `values` (each one token)."""
-        tokens = {}
+        if self.unseen:  # two choices in a row: a form this does not read
+            return False
+        tokens: dict[int, str] = {}
         for value in values:
             token = self.llm.tokenize(value.encode(), add_bos=False, special=False)
-            if len(token) != 1 or self.unseen:
+            if len(token) != 1:
                 return False
             tokens[token[0]] = value
-        if self.pick not in tokens:
+        pick = self.pick
+        if pick is None or pick not in tokens:
             return False
-        self.grammar.accept(self.pick)
-        self.answer.append(self.pick)
-        self.text += tokens[self.pick]
-        self.unseen = [self.pick]
+        self.grammar.accept(pick)
+        self.answer.append(pick)
+        self.text += tokens[pick]
+        self.unseen = [pick]
         return True
 
     def _write(self, fixed: str) -> bool:
