@@ -340,6 +340,19 @@ def test_unload_frees_the_model_and_a_second_load_works() -> None:
     assert backend._llm is None  # type: ignore[attr-defined]
 
 
+def warm_then_ask_in(
+    options: BackendOptions, warming: GenerationRequest, asked: GenerationRequest
+) -> tuple[int, str]:
+    """Tokens a fresh load's warm evaluated, and the answer to `asked` after it."""
+    with open_backend(SMOLLM2, options) as backend:
+        llm = backend._llm  # type: ignore[attr-defined]
+        evaluated: list[int] = []
+        evaluate = llm.eval
+        llm.eval = lambda tokens: (evaluated.append(len(tokens)), evaluate(tokens))[1]
+        backend.warm(warming)
+        return sum(evaluated), backend.generate(asked).text
+
+
 @pytest.mark.slow
 def test_a_warm_is_restored_by_the_next_load_and_answers_stay_the_same() -> None:
     """The judge warms every load with its rubric. A later load warmed with the same request
@@ -350,14 +363,7 @@ def test_a_warm_is_restored_by_the_next_load_and_answers_stay_the_same() -> None
     asked = replace(request(max_tokens=24), messages=(("system", rubric), request().messages[1]))
 
     def warm_then_ask(warming: GenerationRequest) -> tuple[int, str]:
-        """Tokens the warm evaluated, and the answer to `asked` after it."""
-        with open_backend(SMOLLM2) as backend:
-            llm = backend._llm  # type: ignore[attr-defined]
-            evaluated: list[int] = []
-            evaluate = llm.eval
-            llm.eval = lambda tokens: (evaluated.append(len(tokens)), evaluate(tokens))[1]
-            backend.warm(warming)
-            return sum(evaluated), backend.generate(asked).text
+        return warm_then_ask_in(BackendOptions(), warming, asked)
 
     WARMED.clear()
     evaluated, first = warm_then_ask(warm)
@@ -368,6 +374,32 @@ def test_a_warm_is_restored_by_the_next_load_and_answers_stay_the_same() -> None
     assert warm_then_ask(warm) == (evaluated, first)
     other = replace(warm, messages=(("system", rubric + " Be strict."), ("user", "")))
     assert warm_then_ask(other)[0] > 600  # another prompt: evaluated, not restored
+
+
+@pytest.mark.slow
+def test_a_warm_kept_on_disk_is_restored_by_the_next_process(tmp_path: Path) -> None:
+    """Given a folder, the last warm's state is written there too: a process that never
+    warmed restores it and answers as one that evaluated the prompt; a damaged file is
+    evaluated again; the folder keeps one state."""
+    rubric = "Score tips for relevance, actionability and tone, each from 1 to 5. " * 40
+    warm = GenerationRequest((("system", rubric), ("user", "")), 0.0, 1, 1)
+    asked = replace(request(max_tokens=24), messages=(("system", rubric), request().messages[1]))
+    on_disk = BackendOptions(warm_dir=tmp_path / "warmed")
+
+    WARMED.clear()
+    evaluated, first = warm_then_ask_in(on_disk, warm, asked)
+    assert evaluated > 600 and first
+    [kept] = (tmp_path / "warmed").iterdir()
+    WARMED.clear()  # the next process
+    assert warm_then_ask_in(on_disk, warm, asked) == (0, first)
+
+    kept.write_bytes(kept.read_bytes()[: kept.stat().st_size // 2])
+    WARMED.clear()
+    assert warm_then_ask_in(on_disk, warm, asked) == (evaluated, first)
+    other = replace(warm, messages=(("system", rubric + " Be strict."), ("user", "")))
+    WARMED.clear()
+    assert warm_then_ask_in(on_disk, other, asked)[0] > 600
+    assert len(list((tmp_path / "warmed").iterdir())) == 1  # the last warm's only
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from tipbench._errors import ConfigError
 from tipbench._phase import PhaseConfig, SilentProgress
 from tipbench.auto_judge._agreement import quadratic_weighted_kappa
 from tipbench.auto_judge._agreement_notes import FIGURE_SCALES, Side, constant_side_note
-from tipbench.auto_judge._judge import JUDGE_N_CTX, AutoJudgeProgress, CandidateJudge
+from tipbench.auto_judge._judge import AutoJudgeProgress, CandidateJudge, judge_options
 from tipbench.auto_judge._verdict import RawAnswer
 from tipbench.backends import (
     Backend,
@@ -217,7 +217,7 @@ def calibrate(
         )
     spec = ModelSpec.parse(judge_model)
     backend = checked(
-        backend or open_backend(spec, config.backend_options(n_ctx=JUDGE_N_CTX)),
+        backend or open_backend(spec, judge_options(config.backend_options())),
         config.max_model_b,
         config.allow_unknown_size,
     ).backend

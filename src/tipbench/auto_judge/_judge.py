@@ -16,7 +16,7 @@ overrides a rule's flag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,6 +38,7 @@ from tipbench.auto_judge._verdict import RawAnswer, Verdict, write_error, write_
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
     Backend,
+    BackendOptions,
     Constraint,
     GenerationRequest,
     ModelSpec,
@@ -56,6 +57,7 @@ from tipbench.tracking import (
     RecordedCandidate,
     Scores,
     TrackingStore,
+    data_dir,
     fetch_candidates,
     mark_updated,
     short_error,
@@ -67,6 +69,14 @@ if TYPE_CHECKING:
 DEFAULT_JUDGE_MODEL = "llamacpp:smollm2-135m"
 #: The rubric alone is ~1,600 tokens.
 JUDGE_N_CTX = 4096
+#: The folder in `TIPBENCH_HOME` where an embedded judge keeps its evaluated rubric.
+WARM_DIR = "warmed"
+
+
+def judge_options(options: BackendOptions) -> BackendOptions:
+    """`options` as the judge's model takes them: its context, and where an embedded judge
+    keeps its evaluated rubric for the next process (`backends/_warmed.py`)."""
+    return replace(options, n_ctx=JUDGE_N_CTX, warm_dir=data_dir() / WARM_DIR)
 
 
 class AutoJudgeProgress(Protocol):
@@ -146,7 +156,7 @@ def auto_judge(
     rubric = _rubric_for(pending, config.suite)
     backend = open_checked(
         spec,
-        config.backend_options(n_ctx=JUDGE_N_CTX),
+        judge_options(config.backend_options()),
         config.max_model_b,
         config.allow_unknown_size,
     ).backend

@@ -19,7 +19,6 @@ first use, kept for the next (one request at a time) and freed by `close()`.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ from pydantic import PrivateAttr
 
 from tipbench._errors import ConfigError
 from tipbench._phase import SilentProgress
-from tipbench.auto_judge._judge import DEFAULT_JUDGE_MODEL, JUDGE_N_CTX, CandidateJudge
+from tipbench.auto_judge._judge import DEFAULT_JUDGE_MODEL, CandidateJudge, judge_options
 from tipbench.backends import (
     DEFAULT_STRUCTURED,
     Backend,
@@ -162,7 +161,7 @@ def scorer(
             guard (before anything is loaded).
     """
     spec = ModelSpec.parse(judge_model)
-    options = replace(options or BackendOptions(), n_ctx=JUDGE_N_CTX)
+    options = judge_options(options or BackendOptions())
     opened = open_checked(spec, options, max_model_b, allow_unknown_size)
     backend: Backend = opened.backend
     rubric = load_suite(suite).rubric

@@ -34,6 +34,9 @@ class BackendOptions:
     timeout_s: float = 300.0
     n_ctx: int = 2048
     keep_alive: str = "10m"
+    #: Where an embedded model keeps its last warmed prompt for the next process
+    #: (`_warmed.py`); None: within the process only.
+    warm_dir: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -239,11 +239,14 @@ class LlamaCppBackend(Backend):
         # change what llama.cpp computes
         file = self.path.stat()
         key = (str(self.path), file.st_size, file.st_mtime_ns, self.options.n_ctx, repr(request))
-        warmed = WARMED.get(key)
+        warmed = WARMED.get(key, self.options.warm_dir)
         if warmed is not None:
-            self._llm.load_state(warmed.state)
-            self._reuse.last_prompt = warmed.last_prompt
-            return
+            try:
+                self._llm.load_state(warmed.state)
+                self._reuse.last_prompt = warmed.last_prompt
+                return
+            except RuntimeError:  # a state llama.cpp refuses: evaluate the prompt instead
+                self._llm.reset()
         try:
             self._llm.create_chat_completion(
                 messages=request.chat_messages(),
@@ -254,7 +257,8 @@ class LlamaCppBackend(Backend):
             )
         except ValueError as exc:
             raise GenerationFailed(f"llama.cpp: {exc}") from None
-        WARMED.keep(Warmed(key, self._llm.save_state(), self._reuse.last_prompt))
+        saved = Warmed(key, self._llm.save_state(), self._reuse.last_prompt)
+        WARMED.keep(saved, self.options.warm_dir)
 
     def _generate_until_complete(
         self, request: GenerationRequest, complete: Callable[[str], bool]
