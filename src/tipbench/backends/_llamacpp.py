@@ -195,14 +195,7 @@ class LlamaCppBackend(Backend):
             if request.complete is not None and request.constraint == "none":
                 return self._generate_until_complete(request, request.complete)
             with self._in_form(request):
-                response = self._llm.create_chat_completion(
-                    messages=request.chat_messages(),
-                    temperature=request.temperature,
-                    seed=request.seed,
-                    repeat_penalty=request.repeat_penalty,
-                    max_tokens=request.max_tokens,
-                    **kwargs,
-                )
+                response = self._chat(request, **kwargs)
         except ValueError as exc:  # e.g. the prompt exceeds the context window
             raise GenerationFailed(f"llama.cpp: {exc}") from None
         usage = response.get("usage") or {}
@@ -211,6 +204,18 @@ class LlamaCppBackend(Backend):
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             structured=request.constraint != "none",
+        )
+
+    def _chat(self, request: GenerationRequest, **extra: Any) -> Any:
+        """llama-cpp-python's chat completion of `request` (`extra`: its response format,
+        streaming)."""
+        return self._llm.create_chat_completion(
+            messages=request.chat_messages(),
+            temperature=request.temperature,
+            seed=request.seed,
+            repeat_penalty=request.repeat_penalty,
+            max_tokens=request.max_tokens,
+            **extra,
         )
 
     @contextlib.contextmanager
@@ -248,13 +253,7 @@ class LlamaCppBackend(Backend):
             except RuntimeError:  # a state llama.cpp refuses: evaluate the prompt instead
                 self._llm.reset()
         try:
-            self._llm.create_chat_completion(
-                messages=request.chat_messages(),
-                temperature=request.temperature,
-                seed=request.seed,
-                repeat_penalty=request.repeat_penalty,
-                max_tokens=request.max_tokens,
-            )
+            self._chat(request)
         except ValueError as exc:
             raise GenerationFailed(f"llama.cpp: {exc}") from None
         saved = Warmed(key, self._llm.save_state(), self._reuse.last_prompt)
@@ -270,14 +269,7 @@ class LlamaCppBackend(Backend):
         and the context then holds the prompt and the tokens evaluated after it, which is
         every token but the last one sampled unless the model ended the answer itself.
         """
-        stream = self._llm.create_chat_completion(
-            messages=request.chat_messages(),
-            temperature=request.temperature,
-            seed=request.seed,
-            repeat_penalty=request.repeat_penalty,
-            max_tokens=request.max_tokens,
-            stream=True,
-        )
+        stream = self._chat(request, stream=True)
         try:
             answer = read_until_complete(
                 stream, lambda chunk: chunk["choices"][0]["delta"].get("content"), complete
