@@ -19,15 +19,16 @@ from tipbench.suite import content_hash
 def request_key(model_identity: str, request: GenerationRequest) -> str:
     """A hash of the model's identity and every field of the request.
 
-    `json_object` counts only when set, so requests made before it existed keep their keys;
-    when a free answer counts as complete does not change the answer's tokens, so it does
-    not count. `repeat_penalty` counts: answers cached before backends sent it were sampled
-    with a server's own penalty.
+    `json_object` and `form` count only when set, so requests made before they existed keep
+    their keys; when a free answer counts as complete does not change the answer's tokens,
+    so it does not count. `repeat_penalty` counts: answers cached before backends sent it
+    were sampled with a server's own penalty.
     """
     fields = asdict(request)
     del fields["complete"]
-    if not fields["json_object"]:
-        del fields["json_object"]
+    for added in ("json_object", "form"):  # fields newer than the cache: counted when set
+        if not fields[added]:
+            del fields[added]
     return content_hash([model_identity, fields])
 
 
