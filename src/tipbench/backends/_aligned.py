@@ -44,9 +44,9 @@ def align_prefix_reuse(llm: Any) -> AlignedReuse:
     """Make `llm` (a `llama_cpp.Llama` created with `n_batch=BLOCK`) reuse whole blocks only.
 
     `Llama.generate` reuses the longest prefix of its evaluated tokens; cutting those down to
-    the whole blocks of the last prompt first (answer tokens are never
-    reused) leaves it nothing else to reuse. The state returned is what a
-    restored llama.cpp state must bring back with it (`_warmed.py`).
+    the whole blocks of the last prompt first (answer tokens are never reused) leaves it
+    nothing else to reuse. The state returned is what a restored llama.cpp state must bring
+    back with it (`_warmed.py`).
     """
     if llm.n_batch != BLOCK:
         raise ValueError(f"align_prefix_reuse needs n_batch={BLOCK}, not {llm.n_batch}")
