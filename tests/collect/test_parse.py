@@ -171,8 +171,14 @@ def test_an_answer_that_ran_away_is_done_without_its_tips() -> None:
     # one string or line longer than any tip can be: more tokens cannot make it usable
     looping = '{"tips": ["' + "20 minutes of walking, " * 40
     assert AnswerDone(5)(looping)
-    assert not AnswerDone(5)('{"tips": ["' + "20 minutes of walking, " * 10)
+    walks = ", ".join(f"{n} minutes of walking" for n in range(10, 20))
+    assert not AnswerDone(5)('{"tips": ["' + walks)  # long, but not yet longer than a tip
     assert AnswerDone(5)("Said: " * 200)
+    # a loop: one phrase three times over at the end, as SmolLM2 wrote on a server
+    assert AnswerDone(5)("This is the JSON JSON JSON ")
+    assert AnswerDone(5)("Hi Harold.\n" + "You will do it in a bit of time. " * 3)
+    assert not AnswerDone(5)("This is the JSON JSON ")
+    assert not AnswerDone(5)("| Time | Tip | Task |\n|---|---|---|")  # no letter: not a loop
     # a run of strings that are not tips: times, numbers, placeholders
     times = '{"tips": [' + ", ".join(f'"{h}:00 PM"' for h in range(8, 24))
     assert AnswerDone(5)(times + ", ")

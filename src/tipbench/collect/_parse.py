@@ -39,6 +39,11 @@ _MAX_TIP_CHARS = 400
 # longest tip: room for a long preamble), or when this many non-tips per wanted tip came.
 _RUNAWAY_CHARS = 2 * _MAX_TIP_CHARS
 _JUNK_PER_TIP = 3
+# A free answer is looping when it ends in the same phrase (of a letter or digit, at least
+# `_LOOP_UNIT` characters up to a tip's length) `_LOOP_TIMES` times over: "JSON JSON JSON ",
+# "You will do it in a bit of time. " thrice.
+_LOOP_UNIT = 4
+_LOOP_TIMES = 3
 
 
 @dataclass(frozen=True)
@@ -145,9 +150,10 @@ class AnswerDone:
     its JSON string is closed or its list line has ended, so the JSON readings look at the
     answer up to its last quote and the list reading up to its last newline. It is also done
     when it has run away, as small models do, so that more tokens cannot make it usable:
-    more than `_RUNAWAY_CHARS` since the last quote or newline (no tip is that long), or
+    more than `_RUNAWAY_CHARS` since the last quote or newline (no tip is that long),
     `_JUNK_PER_TIP` × `n_tips` strings or list lines that are not tips (a run of "1:1", times
-    or "..."). The caller then parses what there is, and retries if it is not usable.
+    or "..."), or a loop: the same phrase `_LOOP_TIMES` times over at its end. The caller
+    then parses what there is, and retries if it is not usable.
 
     Called on every streamed token, it parses again only when a quote or newline was added.
     """
@@ -158,7 +164,7 @@ class AnswerDone:
 
     def __call__(self, text: str) -> bool:
         quote, newline = text.rfind('"'), text.rfind("\n")
-        if len(text) - 1 - max(quote, newline) > _RUNAWAY_CHARS:
+        if len(text) - 1 - max(quote, newline) > _RUNAWAY_CHARS or _loops(text):
             return True
         if (quote, newline) == self._checked:
             return False
@@ -172,6 +178,18 @@ class AnswerDone:
                 if tips >= self.n_tips or len(items) - tips >= _JUNK_PER_TIP * self.n_tips:
                     return True
         return False
+
+
+def _loops(text: str) -> bool:
+    """Whether `text` ends in one phrase `_LOOP_TIMES` times over (see `AnswerDone`)."""
+    last = text[-1:]
+    for size in range(_LOOP_UNIT, min(_MAX_TIP_CHARS, len(text) // _LOOP_TIMES) + 1):
+        if text[-1 - size] != last:  # cheap first: the phrase ends where the text does
+            continue
+        unit = text[-size:]
+        if text.endswith(unit * _LOOP_TIMES) and any(c.isalnum() for c in unit):
+            return True
+    return False
 
 
 def _best(text: str, n_tips: int, readings: tuple[_Reading, ...]) -> ParsedTips:
