@@ -7,7 +7,7 @@ schema-constrained answer as well. So each model takes one of two paths, for all
 time, so the same evidence gives the same path however loaded the machine is.
 
 Cost model, in free answer tokens (a constrained token costs `w` of them: the grammar is
-checked on every sampled token; `Backend.constrained_token_cost`, 1.25 embedded, 1.45 on
+checked on every sampled token; `Backend.constrained_token_cost`, 1.25 embedded, 1.65 on
 servers). Over the evidence — `n` free answers of which `n_u` were usable, `T_f` tokens in
 all, and constrained answers of `s̄` tokens on average — a cell costs
 
