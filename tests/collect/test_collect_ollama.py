@@ -23,7 +23,7 @@ from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import free_port
 from tipbench import BackendUnavailable, ModelNotFound, ModelTooLarge
 from tipbench.backends import RetryPolicy
-from tipbench.collect import PROBE_SEED, CellOutcome, CollectConfig, CollectResult, collect
+from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
 from tipbench.suite import load_suite
 from tipbench.tracking import CANDIDATES_FILE
 
@@ -136,12 +136,12 @@ def test_each_model_is_loaded_once_and_never_two_at_a_time(collected: Collected)
 
 
 def test_cells_run_model_major(collected: Collected) -> None:
-    # per model, within its one load: its probe (three free answers and the constrained
-    # answer that weighs them), then its four cells
+    # per model, within its one load: its probe (three cells' free answers and the
+    # constrained answer that weighs them), then the one cell it did not ask
     events = collected.server.events
     assert events == (
-        [("load", QWEN)] + [("chat", QWEN)] * (4 + 4) + [("unload", QWEN)]
-        + [("load", GEMMA)] + [("chat", GEMMA)] * (4 + 4) + [("unload", GEMMA)]
+        [("load", QWEN)] + [("chat", QWEN)] * (4 + 1) + [("unload", QWEN)]
+        + [("load", GEMMA)] + [("chat", GEMMA)] * (4 + 1) + [("unload", GEMMA)]
     )  # fmt: skip
 
 
@@ -197,10 +197,12 @@ def test_cell_runs_hold_the_params_tags_and_metrics_of_the_spec(collected: Colle
 def test_temperature_and_seed_reach_the_server(collected: Collected) -> None:
     generations = [r for r in collected.server.requests if r["messages"]]
     assert all(sent["options"]["temperature"] == 0.7 for sent in generations)
-    cells = [sent for sent in generations if sent["options"]["seed"] < PROBE_SEED]
-    assert len(cells) == 8 and all(sent["options"]["seed"] == 42 for sent in cells)
-    # --structured auto: each model's probe (its own seeds) found free answers that pay
-    assert all(sent.get("format") is None for sent in cells)
+    assert all(sent["options"]["seed"] == 42 for sent in generations)
+    # --structured auto: each model's probe asked three of its four cells freely, found
+    # answers that pay and weighed them by one constrained answer; the cells kept the
+    # probe's answers, so no cell was asked twice
+    free = [(s["model"], str(s["messages"])) for s in generations if s.get("format") is None]
+    assert len(free) == len(set(free)) == 8 and len(generations) == 8 + 2
 
 
 def test_cell_artifacts_are_real_artifacts(collected: Collected) -> None:
@@ -343,7 +345,8 @@ def test_a_probe_request_that_fails_is_retried(server: FakeOllama, sqlite_uri: s
     result = collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY)
     assert result.exit_code == 0
     assert result.paths[f"ollama:{QWEN}"].startswith("free first")  # as without the fault
-    assert result.requests == 1 + 4 + 1  # the failed one, the probe's four, the cell
+    # the failed one and the probe's four; the cell took the probe's answer to its request
+    assert result.requests == 1 + 4
 
 
 def paths(sqlite_uri: str) -> list[str]:
@@ -362,18 +365,24 @@ def test_auto_asks_with_the_schema_when_the_probes_free_answers_do_not_parse(
     # the probe's three free answers failed: every cell is asked with the schema at once
     assert paths(sqlite_uri) == ["schema"] * 8
     free = [r for r in server.requests if r["messages"] and not r.get("format")]
-    assert [r["options"]["seed"] for r in free] == [PROBE_SEED, PROBE_SEED + 1, PROBE_SEED + 2]
-    assert result.requests == 3 + 8
+    assert [r["options"]["seed"] for r in free] == [42, 42, 42]  # three cells' requests
+    assert result.requests == 3 + 8  # the free answers wasted, every cell's constrained one
     assert result.paths[f"ollama:{QWEN}"].startswith("schema (probe, 3 requests now: 0 of 3")
 
 
 def test_auto_stays_free_while_free_answers_parse(server: FakeOllama, sqlite_uri: str) -> None:
     config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=0)
-    assert collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    result = collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY)
+    assert result.exit_code == 0
     assert paths(sqlite_uri) == ["free"] * 8
-    # the probe weighed its usable free answers by one constrained answer; no cell needed one
+    # the probe weighed its usable free answers by one constrained answer; no cell needed
+    # one, and the three cells it asked kept its free answers
     constrained = [r["options"]["seed"] for r in server.requests if r.get("format")]
-    assert constrained == [PROBE_SEED]
+    assert constrained == [42]
+    assert result.requests == 3 + 1 + 5
+    # a cell that kept the probe's answer records it as its own: one request, timed
+    for run in Store.open(sqlite_uri).cells().values():
+        assert run.data.metrics["attempts"] == 1 and run.data.metrics["latency_s"] > 0
 
 
 def test_a_model_over_the_size_limit_is_refused_before_any_chat(

@@ -89,29 +89,27 @@ def generate_structured(
     usable: Callable[[T], bool],
     constraints: tuple[Constraint, ...] | None = None,
     records: list[RequestRecord] | None = None,
+    earlier: Callable[[GenerationRequest], RequestRecord | None] | None = None,
 ) -> StructuredAnswer[T]:
     """Ask with each of the mode's constraints (or `constraints`) in turn until
     `usable(parse(text))`.
 
     The last answer is returned even when it is not usable: the caller decides whether to
     retry. Backend errors propagate unchanged. Each request made, answered or failed, is
-    appended to `records`.
+    appended to `records`. A request that `earlier` knows the answer to (asked before, e.g.
+    by collect's probe) is not asked again: its record, with its own time, stands for it.
     """
     costs: list[RequestCost] = []
     prompt_tokens = completion_tokens = 0
     for constraint in constraints or constraints_for(mode):
         request = request_for(constraint)
-        started_at, started = time.time(), time.perf_counter()
-        try:
-            generation = backend.generate(request)
-        except BaseException as exc:
+        known = earlier(request) if earlier is not None else None
+        if known is not None and known.generation is not None:
+            generation, latency = known.generation, known.latency_s
             if records is not None:
-                spent = time.perf_counter() - started
-                records.append(RequestRecord(request, started_at, spent, error=str(exc)))
-            raise
-        latency = time.perf_counter() - started
-        if records is not None:
-            records.append(RequestRecord(request, started_at, latency, generation))
+                records.append(known)
+        else:
+            generation, latency = _ask(backend, request, records)
         prompt_tokens += generation.prompt_tokens
         completion_tokens += generation.completion_tokens
         parsed = parse(generation.text)
@@ -122,3 +120,22 @@ def generate_structured(
     tried = tuple(cost.constraint for cost in costs)
     spent = sum(cost.latency_s for cost in costs)
     return StructuredAnswer(total, parsed, path_name(tried), spent, tuple(costs))
+
+
+def _ask(
+    backend: Backend, request: GenerationRequest, records: list[RequestRecord] | None
+) -> tuple[Generation, float]:
+    """Ask `backend` once: its answer and latency. The request's record, answered or not,
+    is appended to `records`."""
+    started_at, started = time.time(), time.perf_counter()
+    try:
+        generation = backend.generate(request)
+    except BaseException as exc:
+        if records is not None:
+            spent = time.perf_counter() - started
+            records.append(RequestRecord(request, started_at, spent, error=str(exc)))
+        raise
+    latency = time.perf_counter() - started
+    if records is not None:
+        records.append(RequestRecord(request, started_at, latency, generation))
+    return generation, latency

@@ -17,7 +17,6 @@ from tipbench.collect._parse import (
     tip_pattern,
     tips_schema,
 )
-from tipbench.collect._probe import PROBE_SEED
 from tipbench.collect._record import CellOutcome, build_record, build_trace
 from tipbench.collect._runner import collect, preflight
 
@@ -26,7 +25,6 @@ __all__ = [
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",
-    "PROBE_SEED",
     "AnswerDone",
     "Cell",
     "CellOutcome",

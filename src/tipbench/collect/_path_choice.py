@@ -22,9 +22,9 @@ not sent freely first on that alone, since a wrongly chosen free-first path can 
 times the schema's (free answers that fail run on), while a wrongly chosen schema path costs
 at most `w`.
 
-The evidence comes from a probe of a few requests that are not the grid's cells
-(`collect/_probe.py`), remembered in `TIPBENCH_HOME`; an experiment keeps the path its first
-collect recorded (`tracking/_paths.py`).
+The evidence comes from a probe of a few of the grid's own requests, whose answers its
+cells keep (`collect/_probe.py`), remembered in `TIPBENCH_HOME`; an experiment keeps the
+path its first collect recorded (`tracking/_paths.py`).
 """
 
 from __future__ import annotations

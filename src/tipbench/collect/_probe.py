@@ -1,17 +1,22 @@
-"""The probe: a few requests that are not the grid's cells, to choose a model's path.
+"""The probe: a few of the grid's own requests, to choose a model's path.
 
 Before a model's cells, under `--structured auto`, the probe asks it a few of the grid's
-questions with seeds no cell uses (`PROBE_SEED` on): item `j` of a prompt version renders the
-suite's `j`-th scenario and is sampled with seed `PROBE_SEED + j`. Items take the grid's prompt
-versions in turn, at least `PROBE_ANSWERS` items and one per prompt version (the README's
-grid: one per prompt, each on the first scenario). The items do not depend on
-`--n-scenarios`: a 9-cell and a 24-cell grid of the same prompts ask the same probe.
+questions: item `j` of a prompt version is that prompt on the suite's `j`-th scenario with
+the collect's seed, i.e. that cell's first request. Items take the grid's prompt versions in
+turn, at least `PROBE_ANSWERS` items and one per prompt version (the README's grid: one per
+prompt, each on the first scenario). The items do not depend on `--n-scenarios`: a 9-cell and
+a 24-cell grid of the same prompts ask the same probe.
 
 Each item is asked freely, as a cell's free request is (streamed, stopped once it holds
 `n_tips` tips); the first usable answer is also asked with the schema, to weigh what the
 usable ones save (`Evidence.decide`). The probe stops as soon as `schema` wins whatever the
 remaining items could show (`Evidence.settled`): a model whose first free answers fail or run
 on costs one or two requests.
+
+The answers asked now are handed to the cells that ask the same requests (`Probe.answers`),
+so that the probe costs only what the chosen path would not have asked: on the schema path
+the free answers, on the free-first path the weighing constrained answer (a free answer that
+failed is retried with the schema on either path).
 
 Every answer is remembered in `TIPBENCH_HOME` (`_path_memory.py`): a later collect of the
 model with the same settings and prompt versions chooses from memory, asking nothing. What it
@@ -22,10 +27,10 @@ same on an idle or a loaded machine, the first time or from memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tipbench._errors import BackendError
-from tipbench.backends import Backend, Constraint, RetryPolicy, call_with_retries
+from tipbench.backends import Backend, Constraint, RequestRecord, RetryPolicy, call_with_retries
 from tipbench.backends import generate_structured as ask_backend
 from tipbench.collect._cache import request_key
 from tipbench.collect._grid import Cell
@@ -34,15 +39,13 @@ from tipbench.collect._path_choice import Evidence, PathChoice, Source
 from tipbench.collect._path_memory import PathMemory, ProbeAnswer
 from tipbench.suite import Scenario
 
-#: The probe's first seed: far from the cells' (the collect's seed, plus one per retry).
-PROBE_SEED = 1_000_003
 #: Free answers the probe asks for at least (and one per prompt version).
 PROBE_ANSWERS = 3
 
 
 def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> list[Cell]:
     """The probe's items for a model's grid `cells` (all of them, done or not), in order,
-    on the suite's `scenarios`."""
+    on the suite's `scenarios`: each the first request of a cell, of the grid or not."""
     prompts = list({cell.prompt.version: cell.prompt for cell in cells}.values())
     items = []
     for number in range(max(PROBE_ANSWERS, len(prompts))):
@@ -52,7 +55,6 @@ def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> list[Ce
                 cells[0],
                 prompt=prompts[number % len(prompts)],
                 scenario=scenarios[turn % len(scenarios)],
-                seed=PROBE_SEED + turn,
             )
         )
     return items
@@ -67,6 +69,8 @@ class Probe:
     backend: Backend
     ask: bool = True  # False: from memory only (the model need not be loaded)
     asked: int = 0
+    #: The answers asked now, by request key: the cells asking the same requests take them.
+    answers: dict[str, RequestRecord] = field(default_factory=dict)
 
     def choose(self, cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> PathChoice | None:
         """The path for the model of `cells` (probed on the suite's `scenarios`); None when an
@@ -108,12 +112,14 @@ class Probe:
         return known
 
     def _ask(self, item: Cell, constraint: Constraint) -> tuple[int, bool]:
-        """Ask one probe request (retrying transient failures): its tokens, whether usable."""
+        """Ask one probe request (retrying transient failures): its tokens, whether usable.
+        The answer is kept in `answers` for the cell that asks the same request."""
         backend = self.backend
         usable: Callable[[int], bool] = lambda found: found >= item.n_tips  # noqa: E731
 
         def attempt(_: int) -> tuple[int, bool]:
             self.asked += 1
+            records: list[RequestRecord] = []
             answer = ask_backend(
                 backend,
                 "auto",
@@ -121,7 +127,9 @@ class Probe:
                 lambda text: len(parse_tips(text, item.n_tips).tips),
                 usable,
                 (constraint,),
+                records,
             )
+            self.answers[request_key(item.model_identity, records[0].request)] = records[0]
             return answer.generation.completion_tokens, usable(answer.parsed)
 
         return call_with_retries(attempt, self.retry)[0]

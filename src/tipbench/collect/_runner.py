@@ -137,6 +137,8 @@ class _Block:
     loads: Counter[str] = field(default_factory=Counter)
     paths: dict[str, PathChoice] = field(default_factory=dict)  # model -> its path
     requests: int = 0  # generation requests made, the probe's included
+    #: The probe's answers asked now, by request key, for the cells that ask the same.
+    handed: dict[str, RequestRecord] = field(default_factory=dict)
 
     def run(self, backend: Backend, cells: list[Cell]) -> None:
         """Generate the model's `cells` that are still wanted (`cells`: all of its grid)."""
@@ -178,6 +180,7 @@ class _Block:
         shipped = shipped_choice(backend, self.memory)
         probe = Probe(self.memory, self.retry, backend, ask=ask and not (recorded or shipped))
         probed = shipped or probe.choose(cells, self.scenarios)
+        self.handed = probe.answers
         if recorded is not None and probed is not None and probed.path != recorded.path:
             self.ledger.open().warnings.append(
                 f"{model} keeps the {recorded.path} path of its earlier cells in "
@@ -214,17 +217,22 @@ class _Block:
                 self.requests += len(outcome.requests)
                 self.ledger.record(outcome)
 
-        if backend.parallel_requests and self.config.concurrency > 1:
-            with ThreadPoolExecutor(self.config.concurrency) as pool:
-                try:
-                    for outcome in pool.map(generate, cells):
-                        record(outcome)
-                except BaseException:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-        else:
-            for cell in cells:
-                record(generate(cell))
+        handed = len(self.handed)
+        try:
+            if backend.parallel_requests and self.config.concurrency > 1:
+                with ThreadPoolExecutor(self.config.concurrency) as pool:
+                    try:
+                        for outcome in pool.map(generate, cells):
+                            record(outcome)
+                    except BaseException:
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        raise
+            else:
+                for cell in cells:
+                    record(generate(cell))
+        finally:  # the probe counted the answers it handed to cells when it asked them
+            self.requests -= handed - len(self.handed)
+            self.handed = {}
 
     def _from_cache(self, cell: Cell, choice: PathChoice | None) -> CellOutcome | None:
         if self.cache is None:
@@ -265,6 +273,7 @@ class _Block:
                 lambda parsed: len(parsed.tips) >= cell.n_tips,
                 choice.constraints if choice is not None else None,
                 requests,
+                lambda request: self.handed.pop(request_key(cell.model_identity, request), None),
             )
             parsed, generation = answer.parsed, answer.generation
             tries.append(
