@@ -366,8 +366,10 @@ def test_auto_asks_with_the_schema_when_the_probes_free_answers_do_not_parse(
     assert paths(sqlite_uri) == ["schema"] * 8
     free = [r for r in server.requests if r["messages"] and not r.get("format")]
     assert [r["options"]["seed"] for r in free] == [42, 42, 42]  # three cells' requests
-    assert result.requests == 3 + 8  # the free answers wasted, every cell's constrained one
-    assert result.paths[f"ollama:{QWEN}"].startswith("schema (probe, 3 requests now: 0 of 3")
+    # the free answers wasted, every cell's constrained one (the first cell's asked by the
+    # probe, to weigh usable answers had there been any)
+    assert result.requests == 3 + 8
+    assert result.paths[f"ollama:{QWEN}"].startswith("schema (probe, 4 requests now: 0 of 3")
 
 
 def test_auto_stays_free_while_free_answers_parse(server: FakeOllama, sqlite_uri: str) -> None:

@@ -161,7 +161,24 @@ def test_a_model_whose_first_free_answer_runs_on_is_settled_by_one_or_two_reques
     with_memory = PathMemory(tmp_path / "paths.sqlite")
     choice = Probe(with_memory, RetryPolicy(), backend).choose(cells, SCENARIOS)
     assert choice is not None and choice.path == "schema" and choice.constraints == SCHEMA_FIRST
-    assert len(backend.requests) == 1 == choice.asked  # 400 ≥ (0 + 2) × 1.25 × 176 − 176 / 2
+    # its free answer, and the constrained one its cell takes on either path: 400 ≥ (0 + 2)
+    # × 1.25 × 20 − 20 / 2
+    assert len(backend.requests) == 2 == choice.asked
+    assert backend.requests[1].json_schema is not None
+
+
+def test_a_failed_free_answers_constrained_one_weighs_the_usable_ones(tmp_path: Path) -> None:
+    cells = grid("v1,v2-mentor,v3-few-shot", 3)
+    backend = scripted(cells, ["Sorry.", LIST, LIST])  # 1 word; then 17 words, usable
+    probe = Probe(PathMemory(tmp_path / "paths.sqlite"), RetryPolicy(), backend)
+    choice = probe.choose(cells, SCENARIOS)
+    assert choice is not None and choice.path == "free-first"  # 35 + 10 < 2 × 1.25 × 20
+    # the one constrained answer is the failed item's, which its cell needs on either path:
+    # on the free-first path the probe spent nothing
+    constrained = [r for r in backend.requests if r.json_schema is not None]
+    assert len(backend.requests) == 4 and len(constrained) == 1
+    assert constrained[0] == cells[0].request(constraint="schema")
+    assert len(probe.answers) == 4  # every answer, for the cells that ask the same
 
 
 def test_a_second_collect_chooses_from_memory_asking_nothing(tmp_path: Path) -> None:

@@ -8,15 +8,16 @@ prompt, each on the first scenario). The items do not depend on `--n-scenarios`:
 a 24-cell grid of the same prompts ask the same probe.
 
 Each item is asked freely, as a cell's free request is (streamed, stopped once it holds
-`n_tips` tips); the first usable answer is also asked with the schema, to weigh what the
-usable ones save (`Evidence.decide`). The probe stops as soon as `schema` wins whatever the
-remaining items could show (`Evidence.settled`): a model whose first free answers fail or run
-on costs one or two requests.
+`n_tips` tips). One constrained answer weighs what the usable ones save (`Evidence.decide`):
+that of the first item whose free answer failed, which its cell is asked on either path, or,
+when every free answer parsed, that of the first. The probe stops as soon as `schema` wins
+whatever the remaining items could show (`Evidence.settled`): a model whose first free
+answers fail or run on costs one or two free requests.
 
 The answers asked now are handed to the cells that ask the same requests (`Probe.answers`),
 so that the probe costs only what the chosen path would not have asked: on the schema path
-the free answers, on the free-first path the weighing constrained answer (a free answer that
-failed is retried with the schema on either path).
+its free answers, on the free-first path nothing, or the weighing constrained answer when
+every free answer parsed.
 
 Every answer is remembered in `TIPBENCH_HOME` (`_path_memory.py`): a later collect of the
 model with the same settings and prompt versions chooses from memory, asking nothing. What it
@@ -60,6 +61,10 @@ def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> list[Ce
     return items
 
 
+class _Unknown(Exception):
+    """An answer the probe needs is not remembered, and it may not ask."""
+
+
 @dataclass
 class Probe:
     """Chooses a model's path from its probe's answers, remembered or asked now."""
@@ -78,6 +83,7 @@ class Probe:
         items = probe_cells(cells, scenarios)
         cost = self.backend.constrained_token_cost
         evidence = Evidence()
+        usable: Cell | None = None  # the first item whose free answer was usable
         try:
             for number, item in enumerate(items):
                 if evidence.settled(len(items) - number, cost, item.max_tokens):
@@ -86,15 +92,26 @@ class Probe:
                 if answer is None:
                     return None
                 evidence = evidence.with_free(answer.free_tokens, answer.usable)
-                if answer.usable and not evidence.schema_answers:
-                    answer = self._answer(item, need_schema=True)
-                    if answer is None or answer.schema_tokens is None:
-                        return None
-                    evidence = evidence.with_schema(answer.schema_tokens)
+                if answer.usable:
+                    usable = usable or item
+                elif not evidence.schema_answers:  # its cell is asked so on either path
+                    evidence = self._weighed(item, evidence)
+            if usable is not None and not evidence.schema_answers:  # every free answer parsed
+                evidence = self._weighed(usable, evidence)
+        except _Unknown:
+            return None
         except BackendError as exc:  # the cells will meet it too: take the path that needs no retry
             return PathChoice("schema", "probe", evidence, cost, self.asked, f"probe failed: {exc}")
         source: Source = "probe" if self.asked else "remembered"
         return PathChoice(evidence.decide(cost), source, evidence, cost, self.asked)
+
+    def _weighed(self, item: Cell, evidence: Evidence) -> Evidence:
+        """`evidence` with `item`'s constrained answer, that weighs what usable free answers
+        save. Raises `_Unknown` when it is not remembered and the probe may not ask."""
+        answer = self._answer(item, need_schema=True)
+        if answer is None or answer.schema_tokens is None:
+            raise _Unknown
+        return evidence.with_schema(answer.schema_tokens)
 
     def _answer(self, item: Cell, *, need_schema: bool) -> ProbeAnswer | None:
         key = request_key(item.model_identity, item.request(constraint="none"))
