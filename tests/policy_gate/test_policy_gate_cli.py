@@ -50,7 +50,7 @@ def test_promote_dry_run_then_apply_then_refuse(state: str, sqlite_uri: str) -> 
     # 1,260 served decisions cannot rule out a loss of 0.01 per decision: refused, asking
     # for as much more shadow traffic as gives 80% power
     thin = tipbench("policy", "promote", "--challenger", "egreedy-v2", *common)
-    assert thin.returncode == 3, thin.stderr
+    assert thin.returncode == 3, thin.stdout + thin.stderr
     lines = thin.stdout.splitlines()
     assert lines[0] == "REFUSE egreedy-v2 (live now: egreedy-v1)"
     assert lines[3].startswith("  [ ] not worse off-policy: DR egreedy-v2 ")  # replayed

@@ -5,6 +5,8 @@ simulated response)."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from tipbench.policies import ArmStats, Moment, PolicyConfig, shadow_weight
@@ -75,14 +77,22 @@ def serve_world(
     skip_reward_every: int = 0,
 ) -> World:
     """Play world `seed` through the service at `state_url` with `roles`; returns the world.
-    With `skip_reward_every` = k, every k-th decision is never rewarded."""
+    With `skip_reward_every` = k, every k-th decision is never rewarded. The decisions' ids
+    come from the seed too: they draw the evaluation's cross-fitting folds, so the same world
+    gives the same evaluation (with random ids the DR interval of one world moves by ±0.01)."""
     suite = load_suite()
     assert suite.population is not None and suite.catalogue is not None
     tips = suite.catalogue.tips
     world = make_world(suite.population, suite.catalogue, seed, users, days)
     store = open_store(state_url)
     try:
-        service = PolicyService(store, suite.catalogue, PolicyConfig(seed=seed))
+        ids = random.Random(seed)
+        service = PolicyService(
+            store,
+            suite.catalogue,
+            PolicyConfig(seed=seed),
+            new_id=lambda: f"{ids.getrandbits(128):032x}",
+        )
         service.set_roles(roles)
         for k in range(world.steps):
             candidates = [CandidateTip(tips[t].id, tips[t].category) for t in world.tips[k]]

@@ -103,7 +103,9 @@ def check_roles(live: str, shadows: Sequence[str]) -> Roles:
 class PolicyService:
     """Chooses tips with the configured policies and learns from rewards, through a store.
 
-    `config` is the settings of a policy the state has none for.
+    `config` is the settings of a policy the state has none for; `clock` stamps decisions and
+    `new_id` names them (random by default: a decision's id also draws its fold in the
+    evaluation's cross-fitting, so a replay that must give the same evaluation passes its own).
     """
 
     def __init__(
@@ -112,11 +114,13 @@ class PolicyService:
         catalogue: Catalogue,
         config: PolicyConfig | None = None,
         clock: Callable[[], str] = utc_now,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
     ) -> None:
         self.store = store
         self.catalogue = catalogue
         self.config = config or PolicyConfig()
         self.clock = clock
+        self.new_id = new_id
 
     # -- the serving config ---------------------------------------------------------------
 
@@ -226,7 +230,7 @@ class PolicyService:
             for index, spec in enumerate(specs)
         ]
         record = DecisionRecord(
-            id=uuid.uuid4().hex,
+            id=self.new_id(),
             sequence=sequence,
             created_at=self.clock(),
             user_id=user_id,
