@@ -13,10 +13,14 @@ choice of requests could be, on the same grid through one `python -m llama_cpp.s
 
      bare        every cell's plain request, uncut: the peers' requests;
      free-first  the free request cut where collect cuts it, and the schema request where
-                 it did not parse: tipbench's free-first path;
+                 it did not parse: tipbench's free-first path before free+rest;
      schema      every cell's schema request: tipbench's schema path;
      oracle      the cut free request where it parses, the schema request alone where it
-                 does not: a path that knew beforehand which free answers parse.
+                 does not: a path that knew beforehand which free answers parse;
+     free+rest   free-first, but where the cut free answer holds k < n_tips tips, the
+                 schema request asks only for the n_tips − k missing ones (the same
+                 messages, so a server's cached prompt serves it): collect's free-first
+                 path (`collect/_answer.py`).
 
 It prints each loop's seconds as a median ratio to the bare loop's (per round, [min, max]),
 its requests, tokens and the cells whose final answer holds n_tips tips. tipbench's own
@@ -42,10 +46,11 @@ from _arms import Replay
 from _report import ArmResult, spread
 from structured_server import _SCRUB, bare, plan, write
 from tipbench.backends._llamacpp import resolve_model_path
-from tipbench.collect import DEFAULT_PROMPTS, parse_tips
+from tipbench.collect import DEFAULT_PROMPTS, parse_tips, tips_schema
 from tipbench_dev.servers import LlamaCppServer
 
-LOOPS = ("bare", "free-first", "schema", "oracle")
+LOOPS = ("bare", "free-first", "schema", "oracle", "free+rest")
+REST = " (rest)"  # the name suffix of a rest request's answer
 
 
 def main() -> int:
@@ -77,12 +82,15 @@ def main() -> int:
             }
             print(f"  free answers that parse once cut: {sum(parses.values())}/{len(names)}")
             loops = requests_of(pairs, replay, parses)
+            loops["free+rest"] = rest_requests(pairs, pieces, replay.stops, n)
             for number in range(1, args.rounds + 1):
                 shift = (number - 1) % len(LOOPS)
                 results = {}
                 for loop in LOOPS[shift:] + LOOPS[:shift]:
                     path = write(folder / f"{loop}.json", loops[loop])
                     arm = bare(path, url, folder / "out.json", env, names, n)
+                    if loop == "free+rest":
+                        arm = replace(arm, full=rest_full(folder / "out.json", names, n))
                     results[loop] = replace(arm, requests=len(loops[loop]))
                     print(f"  round {number}: {loop} {results[loop].seconds:.2f} s", flush=True)
                 rounds.append(results)
@@ -103,6 +111,34 @@ def requests_of(
         "schema": [p["schema"] for p in pairs],
         "oracle": [r for p in pairs for r in oracle.requests(p)],
     }
+
+
+def rest_requests(
+    pairs: list[dict[str, Any]], pieces: dict[str, list[str]], stops: dict[str, int], n: int
+) -> list[dict[str, Any]]:
+    """Each cell's free request cut at `stops`, and where its answer holds k < n tips, a
+    schema request for the n − k missing ones (the whole schema request where k = 0)."""
+    requests = []
+    for pair in pairs:
+        name = pair["name"]
+        cut = stops.get(name, len(pieces[name]))
+        requests.append(pair["free"] | {"max_tokens": cut, "name": name + "#free"})
+        found = len(parse_tips("".join(pieces[name][:cut]), n).tips)
+        if found < n:
+            schema = {"type": "json_object", "schema": tips_schema(n - found)}
+            requests.append(pair["schema"] | {"response_format": schema, "name": name + REST})
+    return requests
+
+
+def rest_full(out: Path, names: list[str], n: int) -> int:
+    """Cells whose free answer and rest answer hold n tips between them."""
+    texts = json.loads(out.read_text(encoding="utf-8"))["texts"]
+    return sum(
+        len(parse_tips(texts.get(name + "#free", ""), n).tips)
+        + len(parse_tips(texts.get(name + REST, ""), n).tips)
+        >= n
+        for name in names
+    )
 
 
 def report(rounds: list[dict[str, ArmResult]], cells: int) -> None:

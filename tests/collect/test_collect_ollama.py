@@ -23,9 +23,9 @@ from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import free_port
 from tipbench import BackendUnavailable, ModelNotFound, ModelTooLarge
 from tipbench.backends import RetryPolicy
-from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
+from tipbench.collect import REST_MARK, CellOutcome, CollectConfig, CollectResult, collect
 from tipbench.suite import load_suite
-from tipbench.tracking import CANDIDATES_FILE
+from tipbench.tracking import CANDIDATES_FILE, RESPONSE_FILE
 
 QWEN, GEMMA, LLAMA_8B = "qwen2.5:0.5b", "gemma3:1b", "llama3.1:8b"
 MODELS = {
@@ -337,6 +337,41 @@ def test_a_garbage_free_answer_is_asked_again_with_the_schema(
     assert [r["options"]["seed"] for r in sent] == [42, 42]  # the same request, constrained
     assert sent[0].get("format") is None
     assert sent[1]["format"]["properties"]["tips"]["minItems"] == 3
+
+
+def test_a_free_answer_short_of_tips_keeps_them_and_asks_only_the_rest(
+    server: FakeOllama, sqlite_uri: str
+) -> None:
+    config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1)
+    learning = config.model_copy(update={"experiment": "tip-bench-learning", "use_cache": False})
+    assert collect(learning, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    before = len(server.requests)
+    free = "1. Put the phone in another room.\n2. Start with the hardest task first.\n"
+    server.script(QWEN, [free])  # two of the three tips, then the fake's own answer
+    assert collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    store = Store.open(sqlite_uri)
+    run = store.cells()[cell_name(QWEN, "v1", SCENARIOS[0])]
+    assert run.data.tags["generation_path"] == "free+rest"
+    sent = [r for r in server.requests[before:] if r["messages"]]
+    assert [r["options"]["seed"] for r in sent] == [42, 42]
+    assert sent[1]["messages"] == sent[0]["messages"]  # the same messages: a cached prompt
+    assert sent[1]["format"]["properties"]["tips"]["minItems"] == 1  # only the missing tip
+    tips = json.loads(store.artifact(run, CANDIDATES_FILE))["candidates"]
+    assert [t["text"] for t in tips][:2] == [
+        "Put the phone in another room.",
+        "Start with the hardest task first.",
+    ]
+    assert len(tips) == 3
+    response = store.artifact(run, RESPONSE_FILE)
+    assert response.startswith(free) and REST_MARK in response  # both answers, marked
+
+    # the cache replays the cell from its text: the same three tips, no request
+    again = config.model_copy(update={"experiment": "tip-bench-again"})
+    asked = len(server.requests)
+    assert collect(again, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    assert len(server.requests) == asked
+    replayed = Store.open(sqlite_uri, "tip-bench-again").cells()[run.info.run_name]
+    assert json.loads(store.artifact(replayed, CANDIDATES_FILE))["candidates"] == tips
 
 
 def test_a_probe_request_that_fails_is_retried(server: FakeOllama, sqlite_uri: str) -> None:

@@ -6,7 +6,16 @@ import json
 import random
 import re
 
-from tipbench.collect import AnswerDone, TipWords, parse_tips, tip_pattern, tips_schema
+from tipbench.collect import (
+    REST_MARK,
+    AnswerDone,
+    TipWords,
+    parse_answer,
+    parse_tips,
+    tip_pattern,
+    tips_schema,
+)
+from tipbench.collect._parse import with_rest
 from tipbench.suite import load_suite
 
 
@@ -185,3 +194,19 @@ def test_an_answer_that_ran_away_is_done_without_its_tips() -> None:
     assert not AnswerDone(5)('{"tips": ["...", "10:50 AM", "14:30 PM", ')
     # what stopped is parsed as usual: the caller sees it is not usable and retries
     assert parse_tips(times, 5).tips == ()
+
+
+def test_a_free_answer_and_its_constrained_rest_read_as_one_answer() -> None:
+    free = "Here you go:\n1. Put the phone in another room.\n2. Start with the hardest task.\n"
+    rest = '{"tips": ["Take a short walk after lunch.", "Drink a glass of water."]}'
+    joined = with_rest(free, rest)
+    assert REST_MARK in joined and joined.startswith(free) and joined.endswith(rest)
+    parsed = parse_answer(joined, 3)
+    assert parsed.tips == (
+        "Put the phone in another room.",
+        "Start with the hardest task.",
+        "Take a short walk after lunch.",
+    )  # the free answer's tips first, then as many of the rest's as were missing
+    assert parsed.method == "lines"
+    assert parse_answer(free, 3) == parse_tips(free, 3)  # one answer: read as ever
+    assert parse_answer(with_rest(free, rest), 2).tips == parse_tips(free, 2).tips

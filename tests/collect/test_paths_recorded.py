@@ -23,7 +23,7 @@ from tipbench.tracking import CELL_RUNS, GENERATION_PATHS_TAG, data_dir, decode_
 
 MODEL = "llamacpp:smollm2-135m"
 GRID = {"models": MODEL, "prompts": "v1", "n_tips": 2, "max_tokens": 96}
-CELL_PATHS = {"schema": {"schema"}, "free-first": {"free", "free+schema"}}
+CELL_PATHS = {"schema": {"schema"}, "free-first": {"free", "free+rest", "free+schema"}}
 
 
 @pytest.fixture(autouse=True)

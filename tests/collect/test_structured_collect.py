@@ -72,7 +72,8 @@ def test_modes_are_recorded_and_kept_apart(sqlite_uri: str, experiment: str) -> 
 
     runs = cell_runs(sqlite_uri, experiment)
     assert {r.data.params["structured"] for r in runs} == {"auto"}
-    assert {r.data.tags["generation_path"] for r in runs} <= {"free", "free+schema", "schema"}
+    paths = {r.data.tags["generation_path"] for r in runs}
+    assert paths <= {"free", "free+rest", "free+schema", "schema"}
     for run in runs:
         constrained = "schema" in run.data.tags["generation_path"]
         assert run.data.metrics["candidate_count"] == 2 or constrained

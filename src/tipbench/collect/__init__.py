@@ -10,9 +10,11 @@ from tipbench.collect._config import (
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._ledger import CollectProgress, CollectResult
 from tipbench.collect._parse import (
+    REST_MARK,
     AnswerDone,
     ParsedTips,
     TipWords,
+    parse_answer,
     parse_tips,
     tip_pattern,
     tips_schema,
@@ -25,6 +27,7 @@ __all__ = [
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",
+    "REST_MARK",
     "AnswerDone",
     "Cell",
     "CellOutcome",
@@ -36,6 +39,7 @@ __all__ = [
     "build_record",
     "build_trace",
     "collect",
+    "parse_answer",
     "parse_tips",
     "plan_grid",
     "preflight",

@@ -65,19 +65,23 @@ class Cell:
             }
         )
 
-    def request(self, attempt: int = 1, constraint: Constraint | None = None) -> GenerationRequest:
+    def request(
+        self, attempt: int = 1, constraint: Constraint | None = None, tips: int | None = None
+    ) -> GenerationRequest:
         """The cell's request, constrained as asked [default: its mode's first constraint].
 
         A retry after unusable output moves the seed on by one. A free request stops as
-        soon as its answer holds `n_tips` complete tips.
+        soon as its answer holds `n_tips` complete tips. A schema request for `tips` tips
+        (the rest of a free answer short of them) asks the same messages with that many.
         """
         constraint = constraint or constraints_for(self.structured)[0]
+        schema = tips_schema(tips or self.n_tips, self.words) if constraint == "schema" else None
         return GenerationRequest(
             messages=self.prompt.render(self.scenario, self.n_tips),
             temperature=self.temperature,
             seed=self.seed + attempt - 1,
             max_tokens=self.max_tokens,
-            json_schema=tips_schema(self.n_tips, self.words) if constraint == "schema" else None,
+            json_schema=schema,
             json_object=constraint == "json",
             complete=AnswerDone(self.n_tips) if constraint == "none" else None,
         )

@@ -141,6 +141,28 @@ def parse_tips(text: str, n_tips: int) -> ParsedTips:
     return _best(text, n_tips, _READINGS)
 
 
+#: Between a free answer and the constrained answer that completed it, in a cell's text
+#: (`collect/_answer.py`).
+REST_MARK = "\n\n--- the missing tips, asked with the schema ---\n"
+
+
+def with_rest(free: str, rest: str) -> str:
+    """A cell's text: its free answer, then the constrained answer of its missing tips."""
+    return f"{free}{REST_MARK}{rest}"
+
+
+def parse_answer(text: str, n_tips: int) -> ParsedTips:
+    """The first `n_tips` tips of a cell's text: of one answer (`parse_tips`), or of a free
+    answer and the constrained rest that completed it (`with_rest`): the free answer's tips,
+    then the rest's, read as the method of the free answer."""
+    free, mark, rest = text.partition(REST_MARK)
+    first = parse_tips(free, n_tips)
+    if not mark:
+        return first
+    more = parse_tips(rest, n_tips - len(first.tips)) if len(first.tips) < n_tips else None
+    return ParsedTips(first.tips + (more.tips if more else ()), first.method)
+
+
 class AnswerDone:
     """Whether a growing free (unconstrained) answer needs no more tokens: the test its
     generation stops on, instead of running on to the token limit.

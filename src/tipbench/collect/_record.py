@@ -45,7 +45,7 @@ class CellOutcome:
     cached: bool = False
     error: str | None = None
     finished_at: float = 0.0
-    path: str = ""  # the constraints the answer took: free, free+schema, schema, json
+    path: str = ""  # how the answer came about: free, free+rest, free+schema, schema, json
     requests: tuple[RequestRecord, ...] = ()  # every request made (none for a cached answer)
     threads: int | None = None  # the embedded model's threads (None: a server's, or cached)
 

@@ -17,17 +17,17 @@ from tipbench.backends import (
     RetryPolicy,
     call_with_retries,
     constraints_for,
-    generate_structured,
     open_checked,
     path_name,
     resident,
 )
+from tipbench.collect._answer import answer_cell
 from tipbench.collect._cache import CACHE_FILE, ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._known_paths import shipped_choice
 from tipbench.collect._ledger import CollectProgress, CollectResult, Ledger
-from tipbench.collect._parse import TipWords, parse_tips
+from tipbench.collect._parse import TipWords, parse_answer
 from tipbench.collect._path_choice import PathChoice
 from tipbench.collect._path_memory import MEMORY_FILE, PathMemory
 from tipbench.collect._probe import Probe
@@ -241,7 +241,7 @@ class _Block:
         if hit is None:
             return None
         generation, latency, attempts, path = hit
-        parsed = parse_tips(generation.text, cell.n_tips)
+        parsed = parse_answer(generation.text, cell.n_tips)
         return CellOutcome(
             cell,
             parsed.tips,
@@ -265,12 +265,10 @@ class _Block:
         def attempt(number: int) -> CellOutcome:
             nonlocal attempts
             attempts = number
-            answer = generate_structured(
+            answer = answer_cell(
                 backend,
-                cell.structured,
-                lambda constraint: cell.request(number, constraint),
-                lambda text: parse_tips(text, cell.n_tips),
-                lambda parsed: len(parsed.tips) >= cell.n_tips,
+                cell,
+                number,
                 choice.constraints if choice is not None else None,
                 requests,
                 lambda request: self.handed.pop(request_key(cell.model_identity, request), None),

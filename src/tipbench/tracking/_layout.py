@@ -70,7 +70,8 @@ class CellTag:
     JUDGE_PENDING = "judge_pending"
     JUDGE_KIND = "judge_kind"
     PARSE_METHOD = "parse_method"
-    #: How the answer came about: `free`, `free+schema` (a constrained retry), `schema`, `json`.
+    #: How the answer came about: `free`, `free+rest` (a free answer's tips and a constrained
+    #: rest), `free+schema` (a constrained retry), `schema`, `json`.
     GENERATION_PATH = "generation_path"
     ERROR = "error"
     #: The cell's trace in MLflow's GenAI views (`tipbench.tracking._trace`); absent on cells

@@ -1,11 +1,12 @@
 """Generation paths in the store: how each model's cells were asked, per cell and per collection.
 
 Under `--structured auto` a collection chooses, once per model, between asking every cell
-freely first (with a schema-constrained retry when the answer is not usable) and asking
+freely first (with a schema-constrained request for the tips a free answer lacks) and asking
 with the schema at once. The choice is recorded on the collection's parent run, in the tag
 `generation_paths` (one JSON object: model spec -> what was chosen and on which evidence),
 so that every later collection into the experiment takes the same path; each cell run keeps
-how its own answer came about (`generation_path`: `free`, `free+schema`, `schema`, `json`).
+how its own answer came about (`generation_path`: `free`, `free+rest`, `free+schema`,
+`schema`, `json`).
 
 `model_path` reads a cell run's *model path* back from those two: `free-first` (its answer
 was free, or free then schema, under `auto`), `schema` (schema-constrained at once, under
