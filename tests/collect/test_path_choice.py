@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,15 @@ from tipbench.backends import (
     GenerationRequest,
     ModelInfo,
     ModelSpec,
+    RequestRecord,
     RetryPolicy,
 )
-from tipbench.collect import _known_paths, plan_grid
+from tipbench.collect import _known_paths, parse_answer, plan_grid
+from tipbench.collect._answer import answer_cell
+from tipbench.collect._cache import request_key
 from tipbench.collect._known_paths import shipped_choice
 from tipbench.collect._path_choice import FREE_FIRST, SCHEMA_FIRST, Evidence, PathChoice
-from tipbench.collect._path_memory import PathMemory
+from tipbench.collect._path_memory import PathMemory, ProbeAnswer
 from tipbench.collect._probe import Probe, probe_cells
 from tipbench.suite import load_suite
 
@@ -37,10 +41,12 @@ LIST = "1. Block 25 minutes now for the chapter draft.\n2. Put the phone in anot
 RUNAWAY = "Here is what I think about your day " * 50  # 400 words, no tip
 
 
-def evidence(free: list[tuple[int, bool]], schema: list[int]) -> Evidence:
+def evidence(free: list[tuple[int, bool | int]], schema: list[int], n_tips: int = 3) -> Evidence:
+    """Free answers of (tokens, usable or the tips held of `n_tips`), constrained ones."""
     found = Evidence()
-    for tokens, usable in free:
-        found = found.with_free(tokens, usable)
+    for tokens, held in free:
+        tips = n_tips if held is True else int(held)
+        found = found.with_free(tokens, tips, n_tips)
     for tokens in schema:
         found = found.with_schema(tokens)
     return found
@@ -55,6 +61,12 @@ def test_free_first_when_the_free_answers_cost_less_than_what_the_usable_ones_sa
     assert evidence([(110, True)] * 3, [100]).decide(1.45) == "free-first"
     # one failed answer among them: its 40 tokens are wasted and it saves nothing
     assert evidence([(80, True)] * 2 + [(40, False)], [100]).decide(1.25) == "schema"
+    # unless it held some tips, which its cell keeps: with two of three, it saves two thirds
+    # of a constrained answer: 200 + 50 < (2 + 2/3) × 125 = 333
+    assert evidence([(80, True)] * 2 + [(40, 2)], [100]).decide(1.25) == "free-first"
+    # no usable answer, but each held two tips: 3 × 40 + 50 = 170 < 3 × 2/3 × 125 = 250
+    assert evidence([(40, 2)] * 3, [100]).decide(1.25) == "free-first"
+    assert evidence([(90, 2)] * 3, [100]).decide(1.25) == "schema"  # 320 ≥ 250
 
 
 def test_no_usable_free_answer_means_schema_and_usable_ones_need_a_constrained_answer() -> None:
@@ -75,17 +87,26 @@ def test_the_probe_is_settled_once_no_remaining_answer_could_tip_it() -> None:
 
 def test_with_enough_evidence_the_rule_picks_the_path_that_costs_fewer_tokens() -> None:
     """A seeded simulation: cells whose free answers parse with probability p, free answers of
-    f ~ U(40, 160) tokens, constrained ones of s ~ U(60, 140); a constrained token costs w.
-    Over 4,000 cells the rule, fed their counts, picks the path whose summed cost is lower."""
+    f ~ U(40, 160) tokens, constrained ones of s ~ U(60, 140) for three tips; a failed free
+    answer holds 0, 1 or 2 of its 3 tips and its cell asks constrained tokens for the rest
+    only (s × missing / 3); a constrained token costs w. Over 4,000 cells the rule, fed their
+    counts, picks the path whose summed cost is lower."""
     rng = random.Random(36)
     for p in (0.2, 0.5, 0.8, 0.95):
-        for w in (1.25, 1.45):
+        for w in (1.25, 1.45, 1.65):
             cells = [
-                (rng.uniform(40, 160), rng.random() < p, rng.uniform(60, 140)) for _ in range(4000)
+                (
+                    rng.uniform(40, 160),
+                    3 if rng.random() < p else rng.randrange(3),
+                    rng.uniform(60, 140),
+                )
+                for _ in range(4000)
             ]
             schema_path = sum(w * s for _, _, s in cells)
-            free_first = sum(f + (0 if ok else w * s) for f, ok, s in cells)
-            found = evidence([(round(f), ok) for f, ok, _ in cells], [round(s) for *_, s in cells])
+            free_first = sum(f + w * s * (3 - tips) / 3 for f, tips, s in cells)
+            found = evidence(
+                [(round(f), tips) for f, tips, _ in cells], [round(s) for *_, s in cells]
+            )
             assert found.decide(w) == ("free-first" if free_first < schema_path else "schema")
 
 
@@ -240,3 +261,55 @@ def test_a_model_file_tipbench_knows_takes_its_shipped_path_asking_nothing(
     other.write_bytes(b"GGUF weight!")  # the same size, other weights
     assert shipped_choice(FromFile(other), memory) is None
     assert shipped_choice(FromFile(None), memory) is None  # a server's model: no file here
+
+
+def test_a_cell_takes_the_probes_constrained_answer_else_asks_only_its_missing_tips(
+    tmp_path: Path,
+) -> None:
+    cells = grid("v1,v2-mentor,v3-few-shot", 3)  # two tips a cell
+    one = "1. Put the phone away.\n"  # one tip of two, in 5 words
+    backend = scripted(cells, [one, LIST, LIST])
+    probe = Probe(PathMemory(tmp_path / "paths.sqlite"), RetryPolicy(), backend)
+    choice = probe.choose(cells, SCENARIOS)
+    assert choice is not None and choice.path == "free-first"  # 39 + 10 < 2 × 1.25 × 20
+
+    def handed(request: GenerationRequest) -> RequestRecord | None:
+        return probe.answers.pop(request_key(cells[0].model_identity, request), None)
+
+    # the first cell: its free answer and the whole constrained answer that weighed the
+    # probe are handed over, so it asks nothing
+    asked, records = len(backend.requests), []
+    first = answer_cell(backend, cells[0], 1, choice.constraints, records, handed)
+    assert first.path == "free+schema" and len(backend.requests) == asked
+    assert len(first.parsed.tips) == 2 and len(records) == 2
+
+    # a cell the probe did not ask, short of one tip: it keeps its tip and the schema asks
+    # for the missing one only, with the same messages
+    other = cells[1]
+    backend.free[other.request().messages[-1][1]] = one
+    answer = answer_cell(backend, other, 1, choice.constraints, records, handed)
+    assert answer.path == "free+rest" and len(backend.requests) == asked + 2
+    rest = backend.requests[-1]
+    assert rest.json_schema is not None and rest.messages == other.request().messages
+    assert rest.json_schema["properties"]["tips"]["maxItems"] == 1
+    assert answer.parsed.tips == ("Put the phone away.", "Block 25 minutes now for the draft.")
+    assert parse_answer(answer.generation.text, 2) == answer.parsed  # as the cache reads it
+
+
+def test_answers_remembered_before_tips_were_counted_still_choose(tmp_path: Path) -> None:
+    path = tmp_path / "paths.sqlite"
+    with sqlite3.connect(path) as old:  # the file as tipbench wrote it before
+        old.execute(
+            "CREATE TABLE probe_answers (key TEXT PRIMARY KEY, free_tokens INTEGER NOT NULL,"
+            " usable INTEGER NOT NULL, schema_tokens INTEGER,"
+            " created TEXT DEFAULT CURRENT_TIMESTAMP)"
+        )
+        old.execute("INSERT INTO probe_answers VALUES ('a', 40, 1, NULL, NULL)")
+        old.execute("INSERT INTO probe_answers VALUES ('b', 90, 0, 70, NULL)")
+    old.close()
+    memory = PathMemory(path)
+    usable, failed = memory.get("a"), memory.get("b")
+    assert usable is not None and failed is not None
+    assert (usable.tips, usable.held(3), failed.held(3)) == (None, 3, 0)  # as they counted then
+    memory.put("c", ProbeAnswer(30, False, tips=2))
+    assert memory.get("c") == ProbeAnswer(30, False, None, 2)

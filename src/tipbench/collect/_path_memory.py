@@ -27,6 +27,14 @@ class ProbeAnswer:
     free_tokens: int
     usable: bool
     schema_tokens: int | None = None
+    tips: int | None = None  # the tips the free answer held (None: remembered before counted)
+
+    def held(self, n_tips: int) -> int:
+        """The tips the free answer held, of `n_tips` (one remembered before they were
+        counted: all if it was usable, else none)."""
+        if self.tips is not None:
+            return min(self.tips, n_tips)
+        return n_tips if self.usable else 0
 
 
 class PathMemory:
@@ -40,21 +48,25 @@ class PathMemory:
             " free_tokens INTEGER NOT NULL, usable INTEGER NOT NULL, schema_tokens INTEGER,"
             " created TEXT DEFAULT CURRENT_TIMESTAMP)"
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(probe_answers)")}
+        if "tips" not in columns:  # a file from before the tips were counted
+            self._db.execute("ALTER TABLE probe_answers ADD COLUMN tips INTEGER")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS file_digests (key TEXT PRIMARY KEY, sha256 TEXT NOT NULL)"
         )
 
     def get(self, key: str) -> ProbeAnswer | None:
         row = self._db.execute(
-            "SELECT free_tokens, usable, schema_tokens FROM probe_answers WHERE key = ?", (key,)
+            "SELECT free_tokens, usable, schema_tokens, tips FROM probe_answers WHERE key = ?",
+            (key,),
         ).fetchone()
-        return None if row is None else ProbeAnswer(row[0], bool(row[1]), row[2])
+        return None if row is None else ProbeAnswer(row[0], bool(row[1]), row[2], row[3])
 
     def put(self, key: str, answer: ProbeAnswer) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO probe_answers (key, free_tokens, usable, schema_tokens)"
-            " VALUES (?, ?, ?, ?)",
-            (key, answer.free_tokens, int(answer.usable), answer.schema_tokens),
+            "INSERT OR REPLACE INTO probe_answers (key, free_tokens, usable, schema_tokens, tips)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (key, answer.free_tokens, int(answer.usable), answer.schema_tokens, answer.tips),
         )
 
     def digest(self, key: str) -> str | None:

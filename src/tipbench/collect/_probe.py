@@ -8,9 +8,10 @@ prompt, each on the first scenario). The items do not depend on `--n-scenarios`:
 a 24-cell grid of the same prompts ask the same probe.
 
 Each item is asked freely, as a cell's free request is (streamed, stopped once it holds
-`n_tips` tips). One constrained answer weighs what the usable ones save (`Evidence.decide`):
-that of the first item whose free answer failed, which its cell is asked on either path, or,
-when every free answer parsed, that of the first. The probe stops as soon as `schema` wins
+`n_tips` tips). One constrained answer weighs what the free answers' tips save
+(`Evidence.decide`): that of the first item whose free answer failed, which its cell is
+asked on either path (or takes instead of the rest of its tips), or, when every free answer
+parsed, that of the first. The probe stops as soon as `schema` wins
 whatever the remaining items could show (`Evidence.settled`): a model whose first free
 answers fail or run on costs one or two free requests.
 
@@ -27,7 +28,7 @@ same on an idle or a loaded machine, the first time or from memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tipbench._errors import BackendError
@@ -91,7 +92,8 @@ class Probe:
                 answer = self._answer(item, need_schema=False)
                 if answer is None:
                     return None
-                evidence = evidence.with_free(answer.free_tokens, answer.usable)
+                tips = answer.held(item.n_tips)
+                evidence = evidence.with_free(answer.free_tokens, tips, item.n_tips)
                 if answer.usable:
                     usable = usable or item
                 elif not evidence.schema_answers:  # its cell is asked so on either path
@@ -121,20 +123,19 @@ class Probe:
         if not self.ask:
             return None
         if known is None:
-            tokens, usable = self._ask(item, "none")
-            known = ProbeAnswer(tokens, usable)
+            tokens, tips = self._ask(item, "none")
+            known = ProbeAnswer(tokens, tips >= item.n_tips, tips=tips)
         else:
             known = replace(known, schema_tokens=self._ask(item, "schema")[0])
         self.memory.put(key, known)
         return known
 
-    def _ask(self, item: Cell, constraint: Constraint) -> tuple[int, bool]:
-        """Ask one probe request (retrying transient failures): its tokens, whether usable.
-        The answer is kept in `answers` for the cell that asks the same request."""
+    def _ask(self, item: Cell, constraint: Constraint) -> tuple[int, int]:
+        """Ask one probe request (retrying transient failures): its tokens, and the tips
+        it held. The answer is kept in `answers` for the cell that asks the same request."""
         backend = self.backend
-        usable: Callable[[int], bool] = lambda found: found >= item.n_tips  # noqa: E731
 
-        def attempt(_: int) -> tuple[int, bool]:
+        def attempt(_: int) -> tuple[int, int]:
             self.asked += 1
             records: list[RequestRecord] = []
             answer = ask_backend(
@@ -142,11 +143,11 @@ class Probe:
                 "auto",
                 lambda c: item.request(constraint=c),
                 lambda text: len(parse_tips(text, item.n_tips).tips),
-                usable,
+                lambda found: found >= item.n_tips,
                 (constraint,),
                 records,
             )
             self.answers[request_key(item.model_identity, records[0].request)] = records[0]
-            return answer.generation.completion_tokens, usable(answer.parsed)
+            return answer.generation.completion_tokens, answer.parsed
 
         return call_with_retries(attempt, self.retry)[0]
