@@ -10,8 +10,20 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from support.servers import MlflowServer
+from tipbench.backends import ModelSpec, RequestRecord, open_backend
 from tipbench.backends._threads import THREADS_ENV
-from tipbench.collect import CellOutcome, CollectConfig, CollectResult, collect
+from tipbench.collect import (
+    CellOutcome,
+    CollectConfig,
+    CollectResult,
+    collect,
+    parse_tips,
+    plan_grid,
+    tips_schema,
+)
+from tipbench.collect._answer import answer_cell
+from tipbench.collect._path_choice import FREE_FIRST
+from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS, GENERATION_PATHS_TAG, decode_paths
 
 pytestmark = pytest.mark.slow
@@ -193,3 +205,26 @@ def test_remote_server_with_proxied_artifacts(mlflow_server: MlflowServer, exper
     client = MlflowClient(mlflow_server.url)
     folder = Path(client.download_artifacts(run.info.run_id, ""))
     assert json.loads((folder / "candidates.json").read_text())["candidates"]
+
+
+def test_the_bundled_models_short_free_answer_keeps_its_tips_and_asks_the_rest() -> None:
+    # SmolLM2 answers v1 on the student's evening with two bulleted tips of three
+    suite = load_suite()
+    (cell,) = plan_grid(
+        [(ModelSpec.parse("llamacpp:smollm2-135m"), "identity")],
+        [suite.prompt("v1")],
+        (suite.scenario("student-evening"),),
+        n_tips=3, temperature=0.7, seed=42, max_tokens=176, suite=suite.label,
+    )  # fmt: skip
+    records: list[RequestRecord] = []
+    with open_backend(cell.model) as backend:
+        answer = answer_cell(backend, cell, 1, FREE_FIRST, records)
+    free, rest = (r.generation for r in records)
+    assert free is not None and rest is not None
+    kept = parse_tips(free.text, 3).tips
+    assert len(kept) == 2 and answer.path == "free+rest"
+    assert records[1].request.json_schema == tips_schema(1)  # the missing tip only
+    assert records[1].request.messages == records[0].request.messages
+    assert answer.parsed.tips[:2] == kept and len(answer.parsed.tips) == 3
+    assert answer.parsed.tips[2] == parse_tips(rest.text, 1).tips[0]
+    assert answer.generation.completion_tokens == free.completion_tokens + rest.completion_tokens
