@@ -313,3 +313,21 @@ def test_answers_remembered_before_tips_were_counted_still_choose(tmp_path: Path
     assert (usable.tips, usable.held(3), failed.held(3)) == (None, 3, 0)  # as they counted then
     memory.put("c", ProbeAnswer(30, False, tips=2))
     assert memory.get("c") == ProbeAnswer(30, False, None, 2)
+
+
+def test_a_close_call_asks_more_items_until_the_margin_settles_it(tmp_path: Path) -> None:
+    cells = grid("v1,v2-mentor,v3-few-shot", 3)  # two tips a cell
+    backend = scripted(cells, ["I cannot help with that today.", LIST, LIST])
+    fourth = probe_cells(cells, SCENARIOS, 2)[3]  # v1 on the second scenario
+    backend.free[fourth.request().messages[-1][1]] = "1. Put the phone away.\n"  # 1 tip of 2
+    choice = Probe(PathMemory(tmp_path / "paths.sqlite"), RetryPolicy(), backend).choose(
+        cells, SCENARIOS
+    )
+    # after three: 40 free tokens against 2 × 1.25 × 20 = 50 saved, within the margin of
+    # 10; the fourth (5 tokens, half its tips) settles it: 45 + 10 < 2.5 × 1.25 × 20 = 62.5
+    assert choice is not None and choice.path == "free-first"
+    assert choice.evidence == Evidence(4, 2, 45, 1, 20, kept=0.5)
+    assert [r.json_schema is None for r in backend.requests] == [True, False, True, True, True]
+    # the same three answers without the fourth would have chosen the schema: 50 ≥ 50
+    assert evidence([(6, False), (17, True), (17, True)], [20], 2).decide(1.25) == "schema"
+    assert evidence([(6, False), (17, True), (17, True)], [20], 2).close(1.25)

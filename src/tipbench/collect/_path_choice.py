@@ -100,6 +100,15 @@ class Evidence:
         saved = self.held * cost * schema  # the constrained tips the free answers replace
         return "free-first" if self.free_tokens + schema / 2 < saved else "schema"
 
+    def close(self, cost: float) -> bool:
+        """Whether free first is cheaper by the counts but not by the rule's margin: more
+        evidence could settle it either way."""
+        schema = self.mean_schema
+        if not self.held or schema is None:
+            return False
+        saved = self.held * cost * schema
+        return self.free_tokens < saved <= self.free_tokens + schema / 2
+
     def settled(self, remaining: int, cost: float, max_tokens: int) -> bool:
         """Whether `schema` wins whatever `remaining` more free answers show: even if every
         one were usable and took no token at all. Before any constrained answer, its length

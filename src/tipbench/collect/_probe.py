@@ -43,14 +43,17 @@ from tipbench.suite import Scenario
 
 #: Free answers the probe asks for at least (and one per prompt version).
 PROBE_ANSWERS = 3
+#: How many times as many it asks at most, while the paths lie within the rule's margin.
+PROBE_MORE = 2
 
 
-def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> list[Cell]:
+def probe_cells(cells: Sequence[Cell], scenarios: Sequence[Scenario], times: int = 1) -> list[Cell]:
     """The probe's items for a model's grid `cells` (all of them, done or not), in order,
-    on the suite's `scenarios`: each the first request of a cell, of the grid or not."""
+    on the suite's `scenarios`: each the first request of a cell, of the grid or not; `times`
+    as many as it asks at least."""
     prompts = list({cell.prompt.version: cell.prompt for cell in cells}.values())
     items = []
-    for number in range(max(PROBE_ANSWERS, len(prompts))):
+    for number in range(times * max(PROBE_ANSWERS, len(prompts))):
         turn = number // len(prompts)
         items.append(
             replace(
@@ -81,14 +84,20 @@ class Probe:
     def choose(self, cells: Sequence[Cell], scenarios: Sequence[Scenario]) -> PathChoice | None:
         """The path for the model of `cells` (probed on the suite's `scenarios`); None when an
         answer it needs is not remembered and the probe may not ask."""
-        items = probe_cells(cells, scenarios)
+        items = probe_cells(cells, scenarios, PROBE_MORE)
+        least = len(items) // PROBE_MORE
         cost = self.backend.constrained_token_cost
         evidence = Evidence()
         usable: Cell | None = None  # the first item whose free answer was usable
         try:
             for number, item in enumerate(items):
-                if evidence.settled(len(items) - number, cost, item.max_tokens):
+                if number < least and evidence.settled(least - number, cost, item.max_tokens):
                     break
+                if number >= least:  # more only while the paths lie within the margin
+                    if usable is not None and not evidence.schema_answers:
+                        evidence = self._weighed(usable, evidence)
+                    if not evidence.close(cost):
+                        break
                 answer = self._answer(item, need_schema=False)
                 if answer is None:
                     return None
