@@ -13,7 +13,9 @@ Each item is asked freely, as a cell's free request is (streamed, stopped once i
 asked on either path (or takes instead of the rest of its tips), or, when every free answer
 parsed, that of the first. The probe stops as soon as `schema` wins
 whatever the remaining items could show (`Evidence.settled`): a model whose first free
-answers fail or run on costs one or two free requests.
+answers fail or run on costs one or two free requests. When its items leave free first
+cheaper by the counts but not by the rule's margin (`Evidence.close`), it asks the grid's
+next items, at most `PROBE_MORE` times as many, until one path wins by the margin.
 
 The answers asked now are handed to the cells that ask the same requests (`Probe.answers`),
 so that the probe costs only what the chosen path would not have asked: on the schema path
