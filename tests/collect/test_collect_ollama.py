@@ -23,7 +23,14 @@ from support.ollama_server import FakeOllama, ModelEntry
 from support.servers import free_port
 from tipbench import BackendUnavailable, ModelNotFound, ModelTooLarge
 from tipbench.backends import RetryPolicy
-from tipbench.collect import REST_MARK, CellOutcome, CollectConfig, CollectResult, collect
+from tipbench.collect import (
+    CUT_REST_MARK,
+    REST_MARK,
+    CellOutcome,
+    CollectConfig,
+    CollectResult,
+    collect,
+)
 from tipbench.suite import load_suite
 from tipbench.tracking import CANDIDATES_FILE, RESPONSE_FILE
 
@@ -543,3 +550,41 @@ def test_progress_names_each_cell_while_it_is_generated(
     loads = [i for i, e in enumerate(recorder.events) if e[1].startswith("loading ")]
     first_start = next(i for i, e in enumerate(recorder.events) if e[0] == "start")
     assert loads and loads[0] < first_start  # the bar says "loading" only before generating
+
+
+def test_a_free_answer_cut_off_at_its_token_limit_keeps_only_its_whole_tips(
+    server: FakeOllama, sqlite_uri: str
+) -> None:
+    whole = "1. Put the phone in another room.\n2. Start with the hardest task first.\n"
+    third = (
+        "3. Plan the week on Monday morning, then book the dentist, call the school about the"
+        " trip, pay the gas bill, water the plants on the balcony, answer the landlord, return"
+        " the library books, buy a card for Anna, sort the receipts from March and April,"
+        " check the train times for Friday and ask Tom whether he still needs the"
+    )
+    free = whole + third  # 71 words (the fake's tokens) at a limit of 64: cut off
+    config = grid_config(server, models=GRID[:1], prompts=["v1"], n_scenarios=1, max_tokens=64)
+    learning = config.model_copy(update={"experiment": "tip-bench-learning", "use_cache": False})
+    assert collect(learning, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    before = len(server.requests)
+    server.script(QWEN, [free])
+    assert collect(config, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    store = Store.open(sqlite_uri)
+    run = store.cells()[cell_name(QWEN, "v1", SCENARIOS[0])]
+    assert run.data.tags["generation_path"] == "free+rest"
+    (rest,) = [r for r in server.requests[before:] if r.get("format")]
+    assert rest["format"]["properties"]["tips"]["minItems"] == 1  # the unfinished third
+    tips = [t["text"] for t in json.loads(store.artifact(run, CANDIDATES_FILE))["candidates"]]
+    assert tips[:2] == ["Put the phone in another room.", "Start with the hardest task first."]
+    assert len(tips) == 3 and not any(tip.startswith("Plan the week") for tip in tips)
+    response = store.artifact(run, RESPONSE_FILE)
+    assert response.startswith(free) and CUT_REST_MARK in response  # what the model wrote
+
+    # the cache replays it as it was counted
+    again = config.model_copy(update={"experiment": "tip-bench-again"})
+    asked = len(server.requests)
+    assert collect(again, tracking_uri=sqlite_uri, retry=FAST_RETRY).exit_code == 0
+    assert len(server.requests) == asked
+    replayed = Store.open(sqlite_uri, "tip-bench-again").cells()[run.info.run_name]
+    texts = json.loads(store.artifact(replayed, CANDIDATES_FILE))["candidates"]
+    assert [t["text"] for t in texts] == tips

@@ -15,7 +15,7 @@ from tipbench.collect import (
     tip_pattern,
     tips_schema,
 )
-from tipbench.collect._parse import with_rest
+from tipbench.collect._parse import CUT_REST_MARK, with_rest
 from tipbench.suite import load_suite
 
 
@@ -210,3 +210,25 @@ def test_a_free_answer_and_its_constrained_rest_read_as_one_answer() -> None:
     assert parsed.method == "lines"
     assert parse_answer(free, 3) == parse_tips(free, 3)  # one answer: read as ever
     assert parse_answer(with_rest(free, rest), 2).tips == parse_tips(free, 2).tips
+
+
+def test_a_line_an_answer_was_cut_off_in_is_no_tip() -> None:
+    whole = "1. Put the phone in another room.\n2. Start with the hardest task first.\n"
+    cut = whole + "3. Plan the week on Monday morning and then"
+    assert len(parse_tips(cut, 3).tips) == 3  # the model ended it: its last line is a tip
+    assert parse_tips(cut, 3, cut=True).tips == parse_tips(whole, 3).tips  # stopped: it is not
+    assert parse_tips("1. Plan the week on Monday morning", 3, cut=True).tips == ()
+    # a JSON string left open never counts; closed ones do, newline or not
+    json_cut = '{"tips": ["Put the phone in another room.", "Start with the hardest task'
+    assert parse_tips(json_cut, 3, cut=True) == parse_tips(json_cut, 3)
+    assert len(parse_tips(json_cut, 3, cut=True).tips) == 1
+    # the cell's text says the free answer was cut off: read back as it was counted
+    rest = '{"tips": ["Take a short walk after lunch."]}'
+    joined = with_rest(cut, rest, cut=True)
+    assert REST_MARK not in joined and CUT_REST_MARK in joined
+    assert parse_answer(joined, 3).tips == (
+        "Put the phone in another room.",
+        "Start with the hardest task first.",
+        "Take a short walk after lunch.",
+    )
+    assert parse_answer(cut, 3, cut=True) == parse_tips(cut, 3, cut=True)

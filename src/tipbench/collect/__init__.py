@@ -10,6 +10,7 @@ from tipbench.collect._config import (
 from tipbench.collect._grid import Cell, plan_grid
 from tipbench.collect._ledger import CollectProgress, CollectResult
 from tipbench.collect._parse import (
+    CUT_REST_MARK,
     REST_MARK,
     AnswerDone,
     ParsedTips,
@@ -24,6 +25,7 @@ from tipbench.collect._runner import collect, preflight
 
 __all__ = [
     "BENCH_EXPERIMENT_PATTERN",
+    "CUT_REST_MARK",
     "DEFAULT_EXPERIMENT",
     "DEFAULT_MODELS",
     "DEFAULT_PROMPTS",

@@ -10,13 +10,19 @@ saves what the free answer already paid for. A free answer with no tip is follow
 whole schema request, as before (`free+schema`), as is one whose whole schema answer the
 probe asked already (`collect/_probe.py` hands it over).
 
-The cell's text holds both answers, joined by `REST_MARK` (`parse_answer` reads it back,
-e.g. from the response cache), so `response.txt` shows everything the model wrote for it.
+A free answer the model did not end itself (stopped at the token limit, or by `AnswerDone`
+as run away) holds only the tips it finished: the line it was cut off in is half a
+sentence, so the rest asks for that tip too (`cut_off`, `parse_tips(cut=True)`).
+
+The cell's text holds both answers, joined by `REST_MARK` (`CUT_REST_MARK` after a cut-off
+free answer; `parse_answer` reads it back, e.g. from the response cache), so `response.txt`
+shows everything the model wrote for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from tipbench.backends import (
     Backend,
@@ -29,7 +35,7 @@ from tipbench.backends import (
     generate_structured,
 )
 from tipbench.collect._grid import Cell
-from tipbench.collect._parse import ParsedTips, parse_answer, with_rest
+from tipbench.collect._parse import AnswerDone, ParsedTips, parse_answer, with_rest
 from tipbench.collect._path_choice import FREE_FIRST
 
 REST_PATH = "free+rest"
@@ -68,8 +74,8 @@ def answer_cell(
 
     tried = constraints or constraints_for(cell.structured)
     if tried != FREE_FIRST:
-        return ask(tried)
-    free = ask(tried[:1])
+        return _complete_tips(ask(tried), cell)
+    free = _complete_tips(ask(tried[:1]), cell)
     found = len(free.parsed.tips)
     if found >= n:
         return free
@@ -79,8 +85,25 @@ def answer_cell(
         rest = ask(tried[1:], known=(lambda _: whole) if whole is not None else earlier)
         return _joined(free, rest, rest.generation.text, rest.parsed, path="free+schema")
     rest = ask(tried[1:], tips=n - found)
-    text = with_rest(free.generation.text, rest.generation.text)
+    text = with_rest(free.generation.text, rest.generation.text, cut_off(free.generation, cell))
     return _joined(free, rest, text, parse_answer(text, n), path=REST_PATH)
+
+
+def cut_off(generation: Generation, cell: Cell) -> bool:
+    """Whether the model was stopped before it ended `generation` (one answer of `cell`):
+    at the token limit, or by `AnswerDone` (run away, or its tips all complete)."""
+    return generation.completion_tokens >= cell.max_tokens or AnswerDone(cell.n_tips)(
+        generation.text
+    )
+
+
+def _complete_tips(
+    answer: StructuredAnswer[ParsedTips], cell: Cell
+) -> StructuredAnswer[ParsedTips]:
+    """`answer` with the tips it holds whole: a line it was cut off in is no tip."""
+    if not cut_off(answer.generation, cell):
+        return answer
+    return replace(answer, parsed=parse_answer(answer.generation.text, cell.n_tips, cut=True))
 
 
 def _joined(

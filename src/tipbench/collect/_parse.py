@@ -131,34 +131,44 @@ class ParsedTips:
     method: ParseMethod
 
 
-def parse_tips(text: str, n_tips: int) -> ParsedTips:
+def parse_tips(text: str, n_tips: int, cut: bool = False) -> ParsedTips:
     """The first `n_tips` tips found in `text`, and how they were found.
 
     Readings are tried in order (JSON, truncated JSON, a numbered or bulleted list, one tip
     per line); the first that yields `n_tips` tips wins, else the one that yields the most.
-    Only strings of a few words count as tips: not "...", a time or a number.
+    Only strings of a few words count as tips: not "...", a time or a number. `cut`: the
+    answer was stopped before the model ended it (at its token limit, or by `AnswerDone` as
+    run away), so a line it was still writing is no tip: the list readings then read up to
+    its last newline, as `AnswerDone` does (an unclosed JSON string never counts).
     """
-    return _best(text, n_tips, _READINGS)
+    lines = text[: max(text.rfind("\n"), 0)] if cut else text
+    return _best(text, lines, n_tips, _READINGS)
 
 
 #: Between a free answer and the constrained answer that completed it, in a cell's text
-#: (`collect/_answer.py`).
+#: (`collect/_answer.py`); the second when the free answer was cut off (`parse_tips`).
 REST_MARK = "\n\n--- the missing tips, asked with the schema ---\n"
+CUT_REST_MARK = "\n\n--- cut off here; the missing tips, asked with the schema ---\n"
 
 
-def with_rest(free: str, rest: str) -> str:
-    """A cell's text: its free answer, then the constrained answer of its missing tips."""
-    return f"{free}{REST_MARK}{rest}"
+def with_rest(free: str, rest: str, cut: bool = False) -> str:
+    """A cell's text: its free answer (`cut` off or not), then the constrained answer of its
+    missing tips."""
+    return f"{free}{CUT_REST_MARK if cut else REST_MARK}{rest}"
 
 
-def parse_answer(text: str, n_tips: int) -> ParsedTips:
-    """The first `n_tips` tips of a cell's text: of one answer (`parse_tips`), or of a free
-    answer and the constrained rest that completed it (`with_rest`): the free answer's tips,
-    then the rest's, read as the method of the free answer."""
-    free, mark, rest = text.partition(REST_MARK)
-    first = parse_tips(free, n_tips)
-    if not mark:
-        return first
+def parse_answer(text: str, n_tips: int, cut: bool = False) -> ParsedTips:
+    """The first `n_tips` tips of a cell's text: of one answer (`parse_tips`, `cut` off or
+    not), or of a free answer and the constrained rest that completed it (`with_rest`, whose
+    mark says whether the free answer was cut off): the free answer's tips, then the rest's,
+    read as the method of the free answer."""
+    for mark in (CUT_REST_MARK, REST_MARK):
+        free, found, rest = text.partition(mark)
+        if found:
+            break
+    else:
+        return parse_tips(text, n_tips, cut)
+    first = parse_tips(free, n_tips, cut=mark == CUT_REST_MARK)
     more = parse_tips(rest, n_tips - len(first.tips)) if len(first.tips) < n_tips else None
     return ParsedTips(first.tips + (more.tips if more else ()), first.method)
 
@@ -214,10 +224,12 @@ def _loops(text: str) -> bool:
     return False
 
 
-def _best(text: str, n_tips: int, readings: tuple[_Reading, ...]) -> ParsedTips:
-    body = _body(text)
+def _best(text: str, lines: str, n_tips: int, readings: tuple[_Reading, ...]) -> ParsedTips:
+    """The best of `readings`: the JSON ones of `text`, the others of `lines`."""
+    bodies = {"json": _body(text), "lines": _body(lines)}
     best = ParsedTips((), "none")
     for method, read in readings:
+        body = bodies["json" if method in _JSON_METHODS else "lines"]
         tips = tuple(t for t in (_clean(x) for x in read(body)) if _tip_like(t))[:n_tips]
         if len(tips) > len(best.tips):
             best = ParsedTips(tips, method)
@@ -304,3 +316,4 @@ _Reading = tuple[ParseMethod, Callable[[str], list[str]]]
 _JSON_READINGS: tuple[_Reading, ...] = (("json", _from_json), ("partial-json", _from_partial_json))
 _LIST_READINGS: tuple[_Reading, ...] = (("lines", _from_lines),)
 _READINGS = _JSON_READINGS + _LIST_READINGS + (("plain-lines", _from_plain_lines),)
+_JSON_METHODS = frozenset(method for method, _ in _JSON_READINGS)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from tipbench._errors import BackendError
 from tipbench.backends import Backend, Constraint, RequestRecord, RetryPolicy, call_with_retries
 from tipbench.backends import generate_structured as ask_backend
+from tipbench.collect._answer import cut_off
 from tipbench.collect._cache import request_key
 from tipbench.collect._grid import Cell
 from tipbench.collect._parse import parse_tips
@@ -159,6 +160,8 @@ class Probe:
                 records,
             )
             self.answers[request_key(item.model_identity, records[0].request)] = records[0]
-            return answer.generation.completion_tokens, answer.parsed
+            generation = answer.generation
+            whole = parse_tips(generation.text, item.n_tips, cut_off(generation, item))
+            return generation.completion_tokens, len(whole.tips)
 
         return call_with_retries(attempt, self.retry)[0]

@@ -21,7 +21,7 @@ from tipbench.backends import (
     path_name,
     resident,
 )
-from tipbench.collect._answer import answer_cell
+from tipbench.collect._answer import answer_cell, cut_off
 from tipbench.collect._cache import CACHE_FILE, ResponseCache, request_key
 from tipbench.collect._config import CollectConfig
 from tipbench.collect._grid import Cell, plan_grid
@@ -241,7 +241,7 @@ class _Block:
         if hit is None:
             return None
         generation, latency, attempts, path = hit
-        parsed = parse_answer(generation.text, cell.n_tips)
+        parsed = parse_answer(generation.text, cell.n_tips, cut_off(generation, cell))
         return CellOutcome(
             cell,
             parsed.tips,
