@@ -310,7 +310,7 @@ def test_answers_remembered_before_tips_were_counted_still_choose(tmp_path: Path
     memory = PathMemory(path)
     usable, failed = memory.get("a"), memory.get("b")
     assert usable is not None and failed is not None
-    assert (usable.tips, usable.held(3), failed.held(3)) == (None, 3, 0)  # as they counted then
+    assert (usable.tips, usable.found(3), failed.found(3)) == (None, 3, 0)  # as they counted then
     memory.put("c", ProbeAnswer(30, False, tips=2))
     assert memory.get("c") == ProbeAnswer(30, False, None, 2)
 

@@ -43,7 +43,7 @@ def test_one_models_cells_from_different_paths_are_flagged(sqlite_uri: str) -> N
     )
     board = leaderboard_for(store, "paths", "auto")
     notes = leaderboard_document(board)["notes"]
-    shares = "schema 4 cells, free first, schema retry 2 cells"
+    shares = "schema 4 cells, free first, schema for the rest 2 cells"
     assert f"Generation paths (collect --structured): {MODEL}: MIXED ({shares})." in notes
     (warning,) = [n for n in notes if "different generation paths" in n]
     assert warning.startswith(f"* {MODEL}'s cells took different generation paths ({shares}")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from tipbench.backends import Constraint, constraints_for
-from tipbench.tracking import ModelPath
+from tipbench.tracking import PATH_NAMES, ModelPath
 
 FREE_FIRST: tuple[Constraint, ...] = constraints_for("auto")  # ("none", "schema")
 SCHEMA_FIRST: tuple[Constraint, ...] = ("schema",)
@@ -97,8 +97,7 @@ class Evidence:
         schema = self.mean_schema
         if schema is None:
             raise ValueError("free answers' tips are weighed by a constrained answer's tokens")
-        saved = self.held * cost * schema  # the constrained tips the free answers replace
-        return "free-first" if self.free_tokens + schema / 2 < saved else "schema"
+        return "free-first" if self.free_tokens + schema / 2 < self._saved(cost) else "schema"
 
     def close(self, cost: float) -> bool:
         """Whether free first is cheaper by the counts but not by the rule's margin: more
@@ -106,8 +105,11 @@ class Evidence:
         schema = self.mean_schema
         if not self.held or schema is None:
             return False
-        saved = self.held * cost * schema
-        return self.free_tokens < saved <= self.free_tokens + schema / 2
+        return self.free_tokens < self._saved(cost) <= self.free_tokens + schema / 2
+
+    def _saved(self, cost: float) -> float:
+        """The constrained tokens the free answers' tips replace, in free ones."""
+        return self.held * cost * (self.mean_schema or 0.0)
 
     def settled(self, remaining: int, cost: float, max_tokens: int) -> bool:
         """Whether `schema` wins whatever `remaining` more free answers show: even if every
@@ -136,7 +138,7 @@ class PathChoice:
 
     def describe(self) -> str:
         """One line: the path and why, e.g. for the collect's report."""
-        name = "free first, schema retry" if self.path == "free-first" else "schema"
+        name = PATH_NAMES[self.path]
         if self.source == "experiment":
             return f"{name} (as recorded by the experiment's first collect of it)"
         if self.source == "cells":

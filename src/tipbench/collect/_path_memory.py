@@ -29,7 +29,7 @@ class ProbeAnswer:
     schema_tokens: int | None = None
     tips: int | None = None  # the tips the free answer held (None: remembered before counted)
 
-    def held(self, n_tips: int) -> int:
+    def found(self, n_tips: int) -> int:
         """The tips the free answer held, of `n_tips` (one remembered before they were
         counted: all if it was usable, else none)."""
         if self.tips is not None:

@@ -104,7 +104,7 @@ class Probe:
                 answer = self._answer(item, need_schema=False)
                 if answer is None:
                     return None
-                tips = answer.held(item.n_tips)
+                tips = answer.found(item.n_tips)
                 evidence = evidence.with_free(answer.free_tokens, tips, item.n_tips)
                 if answer.usable:
                     usable = usable or item

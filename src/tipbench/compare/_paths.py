@@ -2,11 +2,11 @@
 
 Under `--structured auto` a model's cells are asked one way, chosen once per model and kept
 by every collect into the experiment (`collect/_path_choice.py`): freely first, with a
-schema-constrained retry (`free-first`), or with the schema at once (`schema`). A model's
-prompts are compared on equal terms only if its cells took one path. An experiment can still
-hold cells of one model from different paths (collected before the path was chosen per
-model): the leaderboard then says so, and its ranking of that model's prompts comes with a
-warning.
+schema-constrained request for the tips a free answer lacks (`free-first`), or with the
+schema at once (`schema`). A model's prompts are compared on equal terms only if its cells
+took one path. An experiment can still hold cells of one model from different paths
+(collected before the path was chosen per model): the leaderboard then says so, and its
+ranking of that model's prompts comes with a warning.
 """
 
 from __future__ import annotations
@@ -16,14 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tipbench._words import counted
-from tipbench.tracking import CellRun, ModelPath, model_path
-
-_NAMES: dict[ModelPath, str] = {
-    "free-first": "free first, schema retry",
-    "schema": "schema",
-    "json": "json",
-    "free-only": "free only",
-}
+from tipbench.tracking import PATH_NAMES, CellRun, ModelPath, model_path
 
 
 @dataclass(frozen=True)
@@ -39,13 +32,16 @@ class ModelPaths:
 
     @property
     def shares(self) -> str:
-        """`schema 5 cells, free first, schema retry 1 cell`."""
-        return ", ".join(f"{_NAMES[path]} {counted(count, 'cell')}" for path, count in self.cells)
+        """`schema 5 cells, free first, schema for the rest 1 cell`."""
+        return ", ".join(
+            f"{PATH_NAMES[path]} {counted(count, 'cell')}" for path, count in self.cells
+        )
 
     def describe(self) -> str:
         """`model: schema (9 cells)`, or each path's share when they differ."""
         if not self.mixed:
-            return f"{self.model}: {_NAMES[self.cells[0][0]]} ({counted(self.cells[0][1], 'cell')})"
+            path, count = self.cells[0]
+            return f"{self.model}: {PATH_NAMES[path]} ({counted(count, 'cell')})"
         return f"{self.model}: MIXED ({self.shares})"
 
     def to_dict(self) -> dict[str, object]:

@@ -46,6 +46,7 @@ from tipbench.tracking._lock import (
 from tipbench.tracking._paths import (
     GENERATION_PATHS_TAG,
     MODEL_PATHS,
+    PATH_NAMES,
     ModelPath,
     decode_paths,
     encode_paths,
@@ -169,6 +170,7 @@ __all__ = [
     "PARENT_REGISTRY_TAG",
     "PARENT_RUN_TAG",
     "PARENT_VERSION_TAG",
+    "PATH_NAMES",
     "PENDING_RUNS",
     "PROMPT_FILE",
     "PROMPT_VERSION_TAG",

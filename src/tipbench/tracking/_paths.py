@@ -28,6 +28,13 @@ GENERATION_PATHS_TAG = "generation_paths"
 #: How a model's cells are asked, as a whole.
 ModelPath = Literal["free-first", "schema", "json", "free-only"]
 MODEL_PATHS: tuple[ModelPath, ...] = get_args(ModelPath)
+#: How reports name them.
+PATH_NAMES: dict[ModelPath, str] = {
+    "free-first": "free first, schema for the rest",
+    "schema": "schema",
+    "json": "json",
+    "free-only": "free only",
+}
 
 
 def model_path(run: CellRun) -> ModelPath | None:
