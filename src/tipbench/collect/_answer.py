@@ -92,9 +92,8 @@ def answer_cell(
 def cut_off(generation: Generation, cell: Cell) -> bool:
     """Whether the model was stopped before it ended `generation` (one answer of `cell`):
     at the token limit, or by `AnswerDone` (run away, or its tips all complete)."""
-    return generation.completion_tokens >= cell.max_tokens or AnswerDone(cell.n_tips)(
-        generation.text
-    )
+    at_limit = generation.completion_tokens >= cell.max_tokens
+    return at_limit or AnswerDone(cell.n_tips)(generation.text)
 
 
 def _complete_tips(
