@@ -13,10 +13,12 @@ from support.servers import MlflowServer
 from tipbench.backends import ModelSpec, RequestRecord, open_backend
 from tipbench.backends._threads import THREADS_ENV
 from tipbench.collect import (
+    CUT_REST_MARK,
     CellOutcome,
     CollectConfig,
     CollectResult,
     collect,
+    parse_answer,
     parse_tips,
     plan_grid,
     tips_schema,
@@ -228,3 +230,26 @@ def test_the_bundled_models_short_free_answer_keeps_its_tips_and_asks_the_rest()
     assert answer.parsed.tips[:2] == kept and len(answer.parsed.tips) == 3
     assert answer.parsed.tips[2] == parse_tips(rest.text, 1).tips[0]
     assert answer.generation.completion_tokens == free.completion_tokens + rest.completion_tokens
+
+
+def test_the_bundled_models_answer_cut_at_its_token_limit_keeps_only_whole_tips() -> None:
+    # at 32 tokens SmolLM2's list on the retiree's morning stops inside its second tip
+    suite = load_suite()
+    (cell,) = plan_grid(
+        [(ModelSpec.parse("llamacpp:smollm2-135m"), "identity")],
+        [suite.prompt("v1")],
+        (suite.scenario("retiree-morning"),),
+        n_tips=3, temperature=0.7, seed=42, max_tokens=32, suite=suite.label,
+    )  # fmt: skip
+    records: list[RequestRecord] = []
+    with open_backend(cell.model) as backend:
+        answer = answer_cell(backend, cell, 1, FREE_FIRST, records)
+    free = records[0].generation
+    assert free is not None and free.completion_tokens == 32
+    fragment = parse_tips(free.text, 3).tips[-1]  # what the last line read as before
+    whole = parse_tips(free.text, 3, cut=True).tips
+    assert len(whole) == 1 and fragment not in whole
+    assert records[1].request.json_schema == tips_schema(2)  # the fragment's tip asked too
+    assert answer.path == "free+rest" and CUT_REST_MARK in answer.generation.text
+    assert answer.parsed.tips[0] == whole[0] and fragment not in answer.parsed.tips
+    assert parse_answer(answer.generation.text, 3) == answer.parsed  # as the cache reads it
