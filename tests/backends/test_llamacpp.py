@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -193,6 +194,30 @@ def test_schema_constrained_request_gives_the_requested_number_of_tips(loaded: B
     assert parsed.method in ("json", "partial-json")
     if parsed.method == "json":
         assert len(json.loads(answer.text)["tips"]) == 2
+
+
+@pytest.mark.usefixtures("ctrl_c")
+def test_ctrl_c_while_the_grammar_is_checked_stops_the_answer(
+    loaded: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grammar's shortlist is Python that llama.cpp calls back for every constrained token
+    # (most of that token's Python time): ctypes drops what a callback raises, so Ctrl-C
+    # landing there once let a collect run to its end.
+    from tipbench.backends._shortlist import _Shortlisted
+
+    asked = replace(request(max_tokens=60), json_schema=tips_schema(2))
+    before = loaded.generate(asked).text
+    apply = _Shortlisted.apply
+
+    def interrupted(self: _Shortlisted, cur_p: object) -> None:
+        signal.raise_signal(signal.SIGINT)  # as if Ctrl-C landed inside the callback
+        apply(self, cur_p)
+
+    monkeypatch.setattr(_Shortlisted, "apply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        loaded.generate(asked)
+    monkeypatch.undo()
+    assert loaded.generate(asked).text == before  # and the model answers as before
 
 
 # Constraints the shortlist mostly satisfies (the tips schema, any JSON object), and one the
@@ -485,7 +510,7 @@ def test_a_loaded_model_gives_way_to_one_loaded_after_it(
     """Chosen on an idle 2-core machine, the model runs on both cores; a model that another
     process loads beside it claims one, and from its next request this one runs on the
     other only, until that model unloads."""
-    monkeypatch.delenv(THREADS_ENV)
+    monkeypatch.delenv(THREADS_ENV, raising=False)
     monkeypatch.setattr(Machine, "usable_cores", lambda self, cpus: 2)
     monkeypatch.setattr(CpuSample, "others", lambda self, at_least_s=0.0: 0.0)
     backend = open_backend(SMOLLM2)

@@ -9,6 +9,11 @@ sampled as before (same seed, same text); otherwise the whole vocabulary is chec
 temperature 0 (the automatic judge's) the greedy sampler takes the likeliest allowed token:
 one allowed token among the likeliest is that token, so the same holds with `k` = 1.
 
+The shortlist runs as Python that llama.cpp calls back while it samples. An exception raised
+in such a callback is printed and dropped by ctypes, so a signal whose handler raises (Ctrl-C,
+a stop's SIGTERM, a task's time limit) would be lost there, and that token sampled without its
+grammar: `sample` holds those signals while llama.cpp samples and handles them after it.
+
 It needs only llama-cpp-python and numpy: `bench/_baseline_llamacpp.py` loads this file on
 its own, so that its bare loop samples as the embedded backend does without importing
 tipbench.
@@ -17,7 +22,10 @@ tipbench.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import llama_cpp
@@ -27,6 +35,8 @@ import numpy as np
 _CHECKED_PER_KEPT = 2
 # Tokens checked first before a greedy pick (which keeps one).
 _CHECKED_GREEDY = 64
+# Signals whose Python handlers raise where the program is (KeyboardInterrupt, a time limit).
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
@@ -126,3 +136,32 @@ def _shortlist_in(sampler: Any, keep: int, checked: int, follower: bytes) -> Non
     sampler._exit_stack.callback(llama_cpp.llama_sampler_free, grammar)
     for moved in after:
         llama_cpp.llama_sampler_chain_add(chain, moved)
+    sample = sampler.sample
+
+    def sample_holding_signals(ctx: Any, idx: int = -1) -> int:
+        with _signals_held():
+            return int(sample(ctx, idx))
+
+    sampler.sample = sample_holding_signals
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold the signals Python handles in `_HELD_SIGNALS` (only the main thread handles any)
+    and handle them, as their own handlers would have, once the block is left."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = {
+        signum: handler for signum in _HELD_SIGNALS if callable(handler := signal.getsignal(signum))
+    }
+    for signum in held:
+        signal.signal(signum, lambda caught_signum, _: caught.append(caught_signum))
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        for signum in caught:
+            signal.raise_signal(signum)
