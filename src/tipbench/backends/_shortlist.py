@@ -157,11 +157,11 @@ def _signals_held() -> Iterator[None]:
         signum: handler for signum in _HELD_SIGNALS if callable(handler := signal.getsignal(signum))
     }
     for signum in held:
-        signal.signal(signum, lambda caught_signum, _: caught.append(caught_signum))
+        signal.signal(signum, lambda number, _: caught.append(number))
     try:
         yield
     finally:
         for signum, handler in held.items():
             signal.signal(signum, handler)
-        for signum in caught:
-            signal.raise_signal(signum)
+        for number in caught:
+            signal.raise_signal(number)
