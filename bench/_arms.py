@@ -30,7 +30,7 @@ from typing import Any
 from tipbench.backends import GenerationRequest
 from tipbench.collect import AnswerDone, Cell, parse_tips
 from tipbench.tracking import KIND_COLLECTION, KIND_TAG
-from tipbench_dev.servers import LlamaCppServer
+from tipbench_dev.servers import LlamaCppServer, LlamaServer
 
 
 def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
@@ -148,12 +148,29 @@ def pin_server(server_cpus: str) -> frozenset[int] | None:
     return server
 
 
+def model_server(
+    folder: Path, model: Path, llama_server: Path | None, cpus: frozenset[int] | None
+) -> LlamaCppServer:
+    """The server the grid runs on: llama-cpp-python's, or llama.cpp's own `llama-server`
+    where `--llama-server` names its binary (`build_llama_server.sh` builds it)."""
+    if llama_server is None:
+        return LlamaCppServer(folder / "server", model, cpus=cpus)
+    return LlamaServer(folder / "server", llama_server, model, cpus=cpus)
+
+
+def server_name(llama_server: Path | None) -> str:
+    return "llama_cpp.server" if llama_server is None else "llama-server"
+
+
+LLAMA_SERVER_HELP = "serve with llama.cpp's own llama-server (this binary), not llama-cpp-python's"
+
+
 def served(server: LlamaCppServer) -> int:
     """Chat completions the server has answered so far (its access log), once the count
     holds still: the last line is written just after its response went out."""
     count = -1
     while True:
-        now = server.log_text().count('"POST /v1/chat/completions')
+        now = server.log_text().count(server.completion_mark)
         if now == count:
             return count
         count = now

@@ -38,6 +38,8 @@ per-round ratios). Exit status 0 when every arm that ran generated every cell.
                           [--max-tokens N]
                           [--tools bare,tipbench,tipbench:off,promptfoo,inspect]
                           [--server-cpus 0]   (as structured_server.py's)
+                          [--llama-server PATH]   (llama.cpp's own server, not
+                                                  llama-cpp-python's: build_llama_server.sh)
 """
 
 from __future__ import annotations
@@ -55,12 +57,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from _arms import full_cells, pin_server, prepared_home, served
+from _arms import (
+    LLAMA_SERVER_HELP,
+    full_cells,
+    model_server,
+    pin_server,
+    prepared_home,
+    served,
+    server_name,
+)
 from _report import ArmResult, spread
 from structured_server import _SCRUB, bare, collect_arm, plan, remembering, write
 from tipbench.backends._llamacpp import resolve_model_path
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig
-from tipbench_dev.servers import LlamaCppServer
 
 TOOLS = ("bare", "tipbench", "tipbench:off", "promptfoo", "inspect")
 HERE = Path(__file__).resolve().parent
@@ -270,6 +279,7 @@ def main() -> int:
         "--max-tokens", type=int, default=None, help="per cell [default: collect's, 64·n_tips+48]"
     )
     parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
+    parser.add_argument("--llama-server", type=Path, help=LLAMA_SERVER_HELP)
     parser.add_argument("--tools", default=",".join(TOOLS), help="bare is always run")
     parser.add_argument("--keep", type=Path, help="work in DIR and keep it (server and tool logs)")
     args = parser.parse_args()
@@ -286,9 +296,9 @@ def main() -> int:
         print(f"grid: {len(grid.names)} cells, n_tips {config.n_tips}, temperature "
               f"{grid.temperature}, seed {grid.seed}, max_tokens {grid.max_tokens}, "
               f"repeat_penalty {grid.repeat_penalty}; "
-              f"starting llama_cpp.server{pinned} ...", flush=True)  # fmt: skip
+              f"starting {server_name(args.llama_server)}{pinned} ...", flush=True)  # fmt: skip
         model = resolve_model_path("smollm2-135m")
-        with LlamaCppServer(folder / "server", model, cpus=cpus) as server:
+        with model_server(folder, model, args.llama_server, cpus) as server:
             url = f"http://127.0.0.1:{server.port}/v1"
             timed = arms(grid, url, folder, env, tools)
             (folder / "warm-up").mkdir()

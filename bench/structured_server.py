@@ -37,12 +37,14 @@ The bare loop is `_baseline_openai.py`; the requests and the replay are built as
 
     python bench/structured_server.py [--n-scenarios N] [--prompts v1,...] [--n-tips N]
                                       [--repeat K] [--server-cpus 0] [--arms b,bs]
+                                      [--llama-server PATH]
 
 `--arms` times only those arms (e.g. `b,bs`: the default and `--structured schema`, side by
 side in alternating order, for more rounds in the same time).
 
 `--server-cpus` pins the server to those CPUs (one thread each) and every arm to the others
-(`_arms.pin_server`).
+(`_arms.pin_server`). `--llama-server` runs the grid on llama.cpp's own `llama-server` (the
+binary `build_llama_server.sh` builds), whose grammar check costs little (README).
 """
 
 from __future__ import annotations
@@ -59,13 +61,16 @@ from pathlib import Path
 from typing import Any
 
 from _arms import (
+    LLAMA_SERVER_HELP,
     Replay,
     full_cells,
+    model_server,
     paths_of,
     pin_server,
     prepared_home,
     request_pair,
     served,
+    server_name,
     tipbench_command,
 )
 from _report import ARM_LABELS, ArmResult, print_arms
@@ -74,7 +79,6 @@ from tipbench.backends._llamacpp import resolve_model_path
 from tipbench.collect import DEFAULT_PROMPTS, CollectConfig, plan_grid
 from tipbench.suite import load_suite
 from tipbench.tracking import CELL_RUNS
-from tipbench_dev.servers import LlamaCppServer
 
 MODEL = "openai:smollm2@135M"
 _SCRUB = ("MLFLOW_TRACKING_URI", "OLLAMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -184,6 +188,7 @@ def main() -> int:
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS)
     parser.add_argument("--n-tips", type=int, default=5)
     parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
+    parser.add_argument("--llama-server", type=Path, help=LLAMA_SERVER_HELP)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument(
         "--arms",
@@ -208,9 +213,10 @@ def main() -> int:
         env = prepared_home(folder, env)
         free = write(folder / "free.json", [p["free"] for p in pairs])
         schema = write(folder / "schema.json", [p["schema"] for p in pairs])
-        print(f"grid: {len(pairs)} cells, n_tips {n}; starting llama_cpp.server ...", flush=True)
+        serving = server_name(args.llama_server)
+        print(f"grid: {len(pairs)} cells, n_tips {n}; starting {serving} ...", flush=True)
         model = resolve_model_path("smollm2-135m")
-        with LlamaCppServer(folder / "server", model, cpus=cpus) as server:
+        with model_server(folder, model, args.llama_server, cpus) as server:
             url = f"http://127.0.0.1:{server.port}/v1"
             # untimed warm-up: the first answers page the model in; (u) says where collect
             # cuts each free answer

@@ -146,6 +146,8 @@ class LlamaCppServer(ServerProcess):
     """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`)."""
 
     health_path = "/v1/models"
+    #: What its log writes once per chat completion it answered.
+    completion_mark = '"POST /v1/chat/completions'
 
     def __init__(
         self,
@@ -174,6 +176,46 @@ class LlamaCppServer(ServerProcess):
         else:  # as the embedded backend runs: TIPBENCH_LLAMA_THREADS, if set
             threads = llama_threads()
         return [*command, *(arg for name, n in threads.items() for arg in (f"--{name}", str(n)))]
+
+
+class LlamaServer(LlamaCppServer):
+    """llama.cpp's own OpenAI-compatible server (the C++ `llama-server` at `binary`), run as
+    `LlamaCppServer` runs llama-cpp-python's: one slot, the same context, batch, buffers and
+    threads (llama-cpp-python's defaults, half the CPUs for generation and all for prompts,
+    unless `cpus` or TIPBENCH_LLAMA_THREADS say otherwise). It samples first and checks the
+    grammar on the sampled token, where llama-cpp-python checks every token of the vocabulary.
+    """
+
+    completion_mark = "| processing task"  # a slot takes each completion as a task
+
+    def __init__(
+        self,
+        workdir: Path,
+        binary: Path,
+        model_path: Path,
+        alias: str = "smollm2",
+        cpus: frozenset[int] | None = None,
+    ) -> None:
+        super().__init__(workdir, model_path, alias, cpus)
+        self.binary = binary
+
+    def command(self) -> list[str]:
+        command = [
+            str(self.binary), "--model", str(self.model_path), "--alias", self.alias,
+            "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", "2048",
+            "--batch-size", str(BLOCK), "--ubatch-size", str(BLOCK), "--parallel", "1",
+            "--no-webui", "--log-verbosity", "3",
+            "--no-repack",  # no extra CPU buffers (AMX), as `plain_cpu_buffers` loads models
+            "--flash-attn", "off",  # llama-cpp-python's default (on, tokens cost 1.2x here)
+        ]  # fmt: skip
+        cpus = os.cpu_count() or 1
+        generation, prompts = max(cpus // 2, 1), cpus
+        if self.cpus:
+            generation = prompts = len(self.cpus)
+            command = ["taskset", "-c", ",".join(map(str, sorted(self.cpus))), *command]
+        elif threads := llama_threads():
+            generation, prompts = threads["n_threads"], threads["n_threads_batch"]
+        return [*command, "--threads", str(generation), "--threads-batch", str(prompts)]
 
 
 class TipbenchServer(ServerProcess):
