@@ -452,11 +452,16 @@ class StreamingStub:
     `every` chunk. `refuse`: answer a request holding one of these fields with HTTP 400, as
     OpenAI's API answers a field it does not know.
     `fault` after two chunks: `error` (an error event), `stall` (send nothing more) or
-    `cut` (close the connection mid-stream).
+    `cut` (close the connection mid-stream). `tokenize`: answer llama.cpp's `POST /tokenize`
+    (a token a word), as its `llama-server` does.
     """
 
     def __init__(
-        self, usage: str = "end", refuse: tuple[str, ...] = (), fault: str | None = None
+        self,
+        usage: str = "end",
+        refuse: tuple[str, ...] = (),
+        fault: str | None = None,
+        tokenize: bool = False,
     ) -> None:
         self.chat_requests: list[dict[str, Any]] = []
         self.released = threading.Event()
@@ -489,6 +494,9 @@ class StreamingStub:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/tokenize" and tokenize:
+                    self.reply(200, {"tokens": [7] * len(str(body["content"]).split())})
+                    return
                 if not self.path.endswith("/chat/completions"):  # as OpenAI: no tokenizer
                     self.reply(404, {"error": {"message": "not found", "type": "invalid"}})
                     return
@@ -693,3 +701,17 @@ def test_a_server_without_a_tokenizer_counts_every_prompt_with_a_one_token_reque
         assert answer.prompt_tokens == PROMPT_TOKENS
     counts = [sent for sent in stub.chat_requests if sent.get("max_tokens") == 1]
     assert len(counts) == 2
+
+
+def test_llama_servers_tokenizer_counts_every_prompt_after_the_first(
+    streaming_stub: Callable[..., StreamingStub],
+) -> None:
+    # llama.cpp's llama-server sends the usage in a stream's last chunk, which a free answer
+    # closed once complete never reads; its `/tokenize` counts the messages instead
+    stub = streaming_stub(usage="end", tokenize=True)
+    backend = backend_at(stub.url)
+    for _ in range(3):
+        answer = backend.generate(replace(FREE, complete=AnswerDone(2)))
+        assert answer.prompt_tokens == PROMPT_TOKENS
+    counts = [sent for sent in stub.chat_requests if sent.get("max_tokens") == 1]
+    assert len(counts) == 1  # the first learns what the chat template adds
