@@ -262,7 +262,7 @@ def main() -> int:
                 rounds.append(arms)
     print()
     pinned = f" on CPU {args.server_cpus}" if cpus else ""
-    print(f"{len(names)} cells ({', '.join(config.prompts)}), n_tips {n}, llama_cpp.server{pinned}")
+    print(f"{len(names)} cells ({', '.join(config.prompts)}), n_tips {n}, {serving}{pinned}")
     print_arms(rounds, all_paths)
     return 0 if ok else 1
 

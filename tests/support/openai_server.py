@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -29,11 +30,13 @@ class ScriptedOpenAI:
     """An OpenAI-compatible server on `127.0.0.1`, a free port, in a daemon thread.
 
     `models` maps each model it serves to its parameter count, or None for a model whose
-    size the server does not report.
+    size the server does not report. `served_from`: answer as llama.cpp's `llama-server`
+    serving them from that file (models `owned_by` "llamacpp", `GET /props` naming it).
     """
 
-    def __init__(self, models: dict[str, int | None]) -> None:
+    def __init__(self, models: dict[str, int | None], served_from: Path | None = None) -> None:
         self.models = dict(models)
+        self.served_from = served_from
         self._responders: dict[str, Responder] = {}
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -108,12 +111,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        served_from = self.fake.served_from
+        if self.path.split("?")[0] == "/props" and served_from is not None:
+            self._send(200, {"model_path": str(served_from), "build_info": "b1-test"})
+            return
         if self.path.rstrip("/") != "/v1/models":
             self._send(404, {"error": {"message": "not found"}})
             return
+        owner = "t" if served_from is None else "llamacpp"
         data = []
         for name, count in self.fake.models.items():
-            entry: dict[str, Any] = {"id": name, "object": "model", "created": 1, "owned_by": "t"}
+            entry: dict[str, Any] = {"id": name, "object": "model", "created": 1, "owned_by": owner}
             if count is not None:
                 entry["meta"] = {"n_params": count}
             data.append(entry)

@@ -111,13 +111,13 @@ class Backend(ABC):
     #: Whether the backend serves concurrent requests (servers do; the embedded model does not).
     parallel_requests: ClassVar[bool] = False
     #: What a schema-constrained answer token costs, in free answer tokens: the grammar is
-    #: checked on every sampled token. A fixed count per backend, so that the choice of
-    #: path it weighs (`collect/_path_choice.py`) never depends on the clock. Servers:
-    #: llama_cpp.server took 53 ms a constrained token to 32 ms a free one on 2026-11-29
-    #: (1.65, whatever the schema; 1.45 on 11-26): it checks the grammar on the whole
-    #: vocabulary before top-k (`bench/README.md`, `structured_server.py`); Ollama and
-    #: llama-server check grammars the same way.
-    constrained_token_cost: ClassVar[float] = 1.65
+    #: checked on every sampled token. A fixed count per kind of backend or server, so that
+    #: the choice of path it weighs (`collect/_path_choice.py`) never depends on the clock.
+    #: Servers: llama_cpp.server took 53 ms a constrained token to 32 ms a free one on
+    #: 2026-11-29 (1.65, whatever the schema; 1.45 on 11-26): it checks the grammar on the
+    #: whole vocabulary before top-k (`bench/README.md`, `structured_server.py`), as Ollama
+    #: does; llama.cpp's llama-server costs less (`_openai.py`).
+    constrained_token_cost: float = 1.65
 
     def __init__(self, spec: ModelSpec, options: BackendOptions) -> None:
         self.spec = spec

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import httpx
@@ -25,6 +26,15 @@ with contextlib.suppress(ImportError):
 
     _TIMEOUTS += (httpx2.TimeoutException,)
     _TRANSPORT_ERRORS += (httpx2.TransportError,)
+
+#: The `owned_by` of the models llama.cpp's own server (`llama-server`) lists.
+LLAMA_SERVER_OWNER = "llamacpp"
+#: What a constrained token costs there (`Backend.constrained_token_cost`): it samples first
+#: and checks the grammar on the sampled token only (the whole vocabulary only when that one
+#: is not allowed): 24.6 ms to 23.3 ms a free one on 2026-11-29 (`bench/README.md`).
+LLAMA_SERVER_TOKEN_COST = 1.06
+#: Hosts whose servers run on this machine: the files they name are this machine's.
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 #: Request fields a server may refuse, and the word its HTTP 400/422 message then holds
 #: (the specific words first: "format" may come up in a message about another field).
@@ -67,6 +77,7 @@ class OpenAIBackend(Backend):
         self._format_index: dict[str, int] = {}
         # fields beyond the OpenAI API's (stream_options, repeat_penalty) the server refused
         self._refused: set[str] = set()
+        self._model_file: Path | None = None  # known once `describe` has asked
         self._prompt_counter = PromptCounter(
             self.options.openai_base_url,
             self.spec.name,
@@ -87,10 +98,36 @@ class OpenAIBackend(Backend):
             )
         meta = (model.model_extra or {}).get("meta") or {}
         count = meta.get("n_params")  # llama.cpp's llama-server reports it
+        if model.owned_by == LLAMA_SERVER_OWNER:
+            self.constrained_token_cost = LLAMA_SERVER_TOKEN_COST
+            self._model_file = self._served_file()
         return ModelInfo(
             parameter_count=int(count) if count else None,
             identity=f"{self.options.openai_base_url}|{self.spec.name}|{model.created}",
         )
+
+    @property
+    def model_file(self) -> Path | None:
+        """The file llama.cpp's llama-server on this machine serves the model from (its
+        `/props`), where it names one that is here: the path tipbench ships for a file it
+        knows then needs no probe (`collect/_known_paths.py`)."""
+        return self._model_file
+
+    def _served_file(self) -> Path | None:
+        url = httpx.URL(self.options.openai_base_url)
+        if url.host not in LOOPBACK:  # a path on another machine names nothing here
+            return None
+        try:
+            answer = httpx.get(
+                url.copy_with(path="/props"),
+                params={"model": self.spec.name},
+                timeout=self.options.timeout_s,
+            )
+            named = answer.json().get("model_path") if answer.is_success else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        path = Path(named) if isinstance(named, str) and named else None
+        return path if path is not None and path.is_file() else None
 
     def load(self) -> None:
         """Nothing to do: the server loads models itself."""

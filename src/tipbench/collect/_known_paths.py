@@ -7,7 +7,9 @@ the path its probe chose, with the evidence that probe showed, keyed by the SHA-
 model file. A collect of that very file (into an experiment that holds no path for it yet)
 takes it without asking the model anything, and records it on the parent run as a probe's
 choice is recorded, with `source: shipped`; any other file, even under the same name, is
-probed as before.
+probed as before. The file is the embedded backend's, or the one llama.cpp's `llama-server`
+on this machine names (`backends/_openai.py`); its evidence is weighed at what a
+constrained token costs there.
 
 The digest is computed once per file (its path, size and modification time) and kept in
 `TIPBENCH_HOME` beside the probe's answers (`_path_memory.py`).
@@ -16,6 +18,7 @@ The digest is computed once per file (its path, size and modification time) and 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 from tipbench.backends import Backend
@@ -35,12 +38,18 @@ SHIPPED: dict[str, PathChoice] = {
 
 
 def shipped_choice(backend: Backend, memory: PathMemory) -> PathChoice | None:
-    """The path tipbench ships for the backend's model file (None: none ships for it, or the
-    model is not read from a file here)."""
+    """The path tipbench ships for the backend's model file, its evidence weighed at the
+    backend's cost of a constrained token (None: none ships for it, or no file here names
+    the model)."""
     path = backend.model_file
     if path is None:
         return None
-    return SHIPPED.get(file_digest(path, memory))
+    shipped = SHIPPED.get(file_digest(path, memory))
+    if shipped is None:
+        return None
+    # the same file on a server whose constrained tokens cost otherwise may weigh otherwise
+    cost = backend.constrained_token_cost
+    return replace(shipped, path=shipped.evidence.decide(cost), cost=cost)
 
 
 def file_digest(path: Path, memory: PathMemory) -> str:
