@@ -121,6 +121,7 @@ class OpenAIBackend(Backend):
             answer = httpx.get(
                 url.copy_with(path="/props"),
                 params={"model": self.spec.name},
+                headers={"Authorization": f"Bearer {self.client.api_key}"},
                 timeout=self.options.timeout_s,
             )
             named = answer.json().get("model_path") if answer.is_success else None
