@@ -29,6 +29,7 @@ from support.airflow_home import (
     AirflowHome,
     AirflowStandalone,
     finished,
+    run_report,
     task_process,
     wait_for,
     wait_for_dags,
@@ -185,7 +186,7 @@ def test_admin_api_runs_on_airflow_then_judge_apply_runs_bench_judged(
 
     judged = wait_for(judged_run, 300, "a bench_judged run after judge apply")
     state = wait_for(finished(client, "bench_judged", judged), 600, "bench_judged")
-    assert state == "success", airflow.log_tail()
+    assert state == "success", run_report(client, "bench_judged", judged)
     mlflow = MlflowClient(mlflow_server.url)
     exp = mlflow.get_experiment_by_name(experiment)
     assert exp is not None
@@ -284,7 +285,7 @@ def test_a_collect_task_killed_mid_grid_is_retried_without_duplicates(
     ollama.clear_faults()  # the retry and the judge need not be slow
 
     state = wait_for(finished(client, "bench_collect", run_id), 900, "bench_collect")
-    assert state == "success", airflow.log_tail()
+    assert state == "success", run_report(client, "bench_collect", run_id)
     (collect,) = [
         t for t in client.task_instances("bench_collect", run_id) if t.task_id == "collect"
     ]

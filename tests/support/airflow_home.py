@@ -17,6 +17,7 @@ __all__ = [
     "AirflowStandalone",
     "DagTestRun",
     "finished",
+    "run_report",
     "task_process",
     "wait_for",
     "wait_for_dags",
@@ -58,3 +59,14 @@ def finished(client: AirflowClient, dag_id: str, run_id: str) -> Callable[[], st
         return state if state in ("success", "failed") else None
 
     return check
+
+
+def run_report(client: AirflowClient, dag_id: str, run_id: str, lines: int = 25) -> str:
+    """What a failed run's assertion shows: each task instance's state and try, and the
+    end of the log of each one that did not succeed."""
+    parts = []
+    for ti in client.task_instances(dag_id, run_id):
+        parts.append(f"{ti.task_id}[{ti.map_index}] {ti.state} (try {ti.try_number})")
+        if ti.state != "success":
+            parts.extend(f"    {line}" for line in client.task_log(dag_id, run_id, ti)[-lines:])
+    return "\n".join(parts)
