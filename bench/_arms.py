@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -163,18 +162,6 @@ def server_name(llama_server: Path | None) -> str:
 
 
 LLAMA_SERVER_HELP = "serve with llama.cpp's own llama-server (this binary), not llama-cpp-python's"
-
-
-def served(server: LlamaCppServer) -> int:
-    """Chat completions the server has answered so far (its access log), once the count
-    holds still: the last line is written just after its response went out."""
-    count = -1
-    while True:
-        now = server.log_text().count(server.completion_mark)
-        if now == count:
-            return count
-        count = now
-        time.sleep(0.3)
 
 
 def collect_requests(client: Any, experiment: str) -> int:

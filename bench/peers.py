@@ -63,7 +63,6 @@ from _arms import (
     model_server,
     pin_server,
     prepared_home,
-    served,
     server_name,
 )
 from _report import ArmResult, spread
@@ -313,9 +312,9 @@ def main() -> int:
                 for tool in order[shift:] + order[:shift]:  # rotate the order
                     work = folder / f"round-{number}-{tool}"
                     work.mkdir()
-                    before = served(server)
+                    before = server.completions()
                     results[tool] = timed[tool](work)
-                    results[tool] = replace(results[tool], requests=served(server) - before)
+                    results[tool] = replace(results[tool], requests=server.completions() - before)
                     seconds, requests = results[tool].arm.seconds, results[tool].requests
                     print(f"  round {number}: {tool} {seconds:.2f} s, {requests} requests")
                 rounds.append(results)

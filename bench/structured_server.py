@@ -69,7 +69,6 @@ from _arms import (
     pin_server,
     prepared_home,
     request_pair,
-    served,
     server_name,
     tipbench_command,
 )
@@ -235,14 +234,14 @@ def main() -> int:
                         continue  # run right after (b), below
                     work = folder / f"round-{number}-{key}"
                     work.mkdir()
-                    before = served(server)
+                    before = server.completions()
                     if key in modes:  # (b1): a first collect, from a home of its own
                         home = prepared_home(work, env) if key == "b1" else env
                         arms[key], cell_paths = collect_arm(config, url, work, home, modes[key])
                     else:
                         requests = {"u": free, "s": schema}[key]
                         arms[key] = bare(requests, url, work / "out.json", env, names, n)
-                    arms[key] = replace(arms[key], requests=served(server) - before)
+                    arms[key] = replace(arms[key], requests=server.completions() - before)
                     report(number, key, arms[key])
                     if key == "b":
                         ok = ok and arms[key].cells == len(names)
@@ -255,9 +254,9 @@ def main() -> int:
                             work / "replay.json",
                             [r for p in pairs for r in replay.following(cell_paths).requests(p)],
                         )
-                        before = served(server)
+                        before = server.completions()
                         arms["a"] = bare(replayed, url, work / "a.json", env, names, n)
-                        arms["a"] = replace(arms["a"], requests=served(server) - before)
+                        arms["a"] = replace(arms["a"], requests=server.completions() - before)
                         report(number, "a", arms["a"])
                 rounds.append(arms)
     print()

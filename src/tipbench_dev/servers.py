@@ -146,8 +146,8 @@ class LlamaCppServer(ServerProcess):
     """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`)."""
 
     health_path = "/v1/models"
-    #: What its log writes once per chat completion it answered.
-    completion_mark = '"POST /v1/chat/completions'
+    #: What its log writes once per completion it answered (chat or legacy).
+    completion_mark = '"POST /v1/'
 
     def __init__(
         self,
@@ -176,6 +176,15 @@ class LlamaCppServer(ServerProcess):
         else:  # as the embedded backend runs: TIPBENCH_LLAMA_THREADS, if set
             threads = llama_threads()
         return [*command, *(arg for name, n in threads.items() for arg in (f"--{name}", str(n)))]
+
+    def completions(self) -> int:
+        """Completions answered so far (its log), once the count holds still: the line is
+        written just after the response went out."""
+        count = -1
+        while (now := self.log_text().count(self.completion_mark)) != count:
+            count = now
+            time.sleep(0.3)
+        return count
 
 
 class LlamaServer(LlamaCppServer):

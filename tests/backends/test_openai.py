@@ -33,7 +33,7 @@ from tipbench.backends import (
 )
 from tipbench.collect import AnswerDone, CollectConfig, collect, parse_tips, tips_schema
 from tipbench.suite import load_suite
-from tipbench.tracking import CANDIDATES_FILE, CELL_RUNS
+from tipbench.tracking import CANDIDATES_FILE, CELL_RUNS, GENERATION_PATHS_TAG, decode_paths
 
 SMOLLM2 = ModelSpec.parse("openai:smollm2")
 
@@ -347,6 +347,27 @@ def test_collect_records_a_cell_from_the_server(base_url: str, sqlite_uri: str) 
     (cached,) = client.search_runs([experiment_b.experiment_id], CELL_RUNS)
     assert cached.info.status == "FINISHED"
     assert cached.data.metrics["cached"] == 1.0
+
+
+@pytest.mark.slow
+def test_the_bundled_model_is_recognised_by_its_print_and_asks_no_probe(
+    llama_server: LlamaCppServer, base_url: str, sqlite_uri: str
+) -> None:
+    """llama_cpp.server names no model file: one one-token request for the model's print
+    recognises the bundled model, which takes the path shipped for its file, weighed at
+    this server's cost of a constrained token, and asks no probe (issue 46)."""
+    prints = '"POST /v1/completions'  # the print's request; the cells' are chat completions
+    before = llama_server.log_text().count(prints)
+    config = grid(base_url, "openai:smollm2@135M", n_scenarios=2, experiment="tip-bench-print")
+    result = collect(config, tracking_uri=sqlite_uri)
+    assert result.exit_code == 0, result.failed
+    llama_server.completions()  # its log holds every answer
+    assert llama_server.log_text().count(prints) - before == 1
+
+    parent = mlflow.MlflowClient(sqlite_uri).get_run(result.parent_run_id)
+    (recorded,) = decode_paths(parent.data.tags[GENERATION_PATHS_TAG]).values()
+    assert recorded["source"] == "shipped"  # not probed
+    assert recorded["constrained_token_cost"] == Backend.constrained_token_cost  # this server's
 
 
 # -- error answers, from a stub server ----------------------------------------------------

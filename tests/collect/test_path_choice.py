@@ -248,7 +248,7 @@ def test_a_model_file_tipbench_knows_takes_its_shipped_path_asking_nothing(
     memory = PathMemory(tmp_path / "paths.sqlite")
 
     backend = FromFile(weights)
-    assert shipped_choice(backend, memory) == shipped and not backend.requests
+    assert shipped_choice(backend, memory) == (shipped, 0) and not backend.requests
     assert shipped.describe() == (
         "schema (probe, shipped with tipbench for this file: 0 of 1 free answers usable, "
         "368 tokens)"
@@ -259,8 +259,45 @@ def test_a_model_file_tipbench_knows_takes_its_shipped_path_asking_nothing(
     assert memory.digest(f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}") == digest
     other = tmp_path / "other.gguf"
     other.write_bytes(b"GGUF weight!")  # the same size, other weights
-    assert shipped_choice(FromFile(other), memory) is None
-    assert shipped_choice(FromFile(None), memory) is None  # a server's model: no file here
+    assert shipped_choice(FromFile(other), memory) == (None, 0)
+    assert shipped_choice(FromFile(None), memory) == (None, 0)  # no file, and no print
+
+
+class Printed(FromFile):
+    """A served model (no file here) whose print is `top`: its first tokens' log-probabilities."""
+
+    gives_logprobs = True
+
+    def __init__(self, top: dict[str, float] | None) -> None:
+        super().__init__(None)
+        self.top = top
+        self.asked: list[tuple[str, int]] = []
+
+    def top_logprobs(self, prompt: str, n: int) -> dict[str, float] | None:
+        self.asked.append((prompt, n))
+        return self.top
+
+
+def test_a_served_model_without_a_file_is_recognised_by_its_print(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = PathChoice("schema", "shipped", evidence([(368, False)], []), cost=1.25)
+    monkeypatch.setattr(_known_paths, "SHIPPED", {"digest": shipped})
+    print_ = {" take": -2.1809, "\n": -2.7267, " just": -3.0076}
+    monkeypatch.setattr(_known_paths, "PRINTS", {"digest": print_})
+    memory = PathMemory(tmp_path / "paths.sqlite")
+    tolerance = _known_paths.PRINT_TOLERANCE
+
+    same = Printed({token: value + tolerance / 2 for token, value in print_.items()})
+    assert shipped_choice(same, memory) == (shipped, 1)  # one request: the print
+    assert same.asked == [(_known_paths.PRINT_TEXT, _known_paths.PRINT_TOKENS)]
+    assert shipped_choice(same, memory, ask=False) == (None, 0) and len(same.asked) == 1
+
+    moved = Printed({**print_, " take": -2.1809 - 2 * tolerance})  # another quantization
+    assert shipped_choice(moved, memory) == (None, 1)
+    other = Printed({" take": -2.1809, "\n": -2.7267, " start": -3.0076})  # another token
+    assert shipped_choice(other, memory) == (None, 1)
+    assert shipped_choice(Printed(None), memory) == (None, 1)  # asked; the server refused
 
 
 def test_a_cell_takes_the_probes_constrained_answer_else_asks_only_its_missing_tips(

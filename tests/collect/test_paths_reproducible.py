@@ -4,16 +4,16 @@ chooses each model's path by counts, once, and every cell of the model takes it.
 Through `llama_cpp.server` (SmolLM2-135M), with `--n-tips 3`: at 3 tips SmolLM2's free
 answers parse sometimes (14 of the 22 free answers of the default grid's cells we counted,
 prompts v1, v2-mentor and v3-few-shot), which is where the old timed rule's path depended on
-how long requests took. Collected twice from fresh homes, the second time with two busy
-loops competing for the CPU, and a third time from the first home, which remembers the
-probe's answers.
+how long requests took. The model's path ships with tipbench (`collect/_known_paths.py`):
+here it is probed, as any other model is. Collected twice from fresh homes, the second time
+with two busy loops competing for the CPU, and a third time from the first home, which
+remembers the probe's answers.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +22,7 @@ import pytest
 from mlflow import MlflowClient
 
 from support.servers import LlamaCppServer
-from tipbench.collect import CollectConfig, CollectResult, collect
+from tipbench.collect import CollectConfig, CollectResult, _known_paths, collect
 from tipbench.tracking import CELL_RUNS, GENERATION_PATHS_TAG, decode_paths
 
 MODEL = "openai:smollm2@135M"
@@ -38,17 +38,6 @@ def busy_cpu(loops: int = 2) -> Iterator[None]:
         for process in spinning:
             process.kill()
             process.wait()
-
-
-def served(server: LlamaCppServer) -> int:
-    """Chat completions the server has answered so far, once its access log holds still."""
-    count = -1
-    while True:
-        now = server.log_text().count('"POST /v1/chat/completions')
-        if now == count:
-            return count
-        count = now
-        time.sleep(0.3)
 
 
 def grid(server: LlamaCppServer, experiment: str) -> CollectConfig:
@@ -94,6 +83,7 @@ def test_the_same_grid_gives_the_same_candidates_on_a_loaded_machine(
     tipbench_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(_known_paths, "PRINTS", {})  # not recognised: probed
     quiet = collect(grid(llama_server, "quiet"), tracking_uri=sqlite_uri)
     monkeypatch.setenv("TIPBENCH_HOME", str(tmp_path / "another-home"))  # nothing remembered
     with busy_cpu():
@@ -113,9 +103,9 @@ def test_the_same_grid_gives_the_same_candidates_on_a_loaded_machine(
     # a second collect from the first home, into a new experiment: the probe's answers are
     # remembered, so the model is asked the cells' requests only, and answers the same
     monkeypatch.setenv("TIPBENCH_HOME", str(tipbench_home))
-    before = served(llama_server)
+    before = llama_server.completions()
     again = collect(grid(llama_server, "again"), tracking_uri=sqlite_uri)
-    assert served(llama_server) - before == again.requests
+    assert llama_server.completions() - before == again.requests
     assert again.requests < quiet.requests
     (path,) = again.paths.values()
     assert "remembered" in path and recorded_path(sqlite_uri, again)["path"] == choice["path"]

@@ -110,6 +110,8 @@ class Backend(ABC):
 
     #: Whether the backend serves concurrent requests (servers do; the embedded model does not).
     parallel_requests: ClassVar[bool] = False
+    #: Whether `top_logprobs` asks the model (a request) rather than answering None.
+    gives_logprobs: ClassVar[bool] = False
     #: What a schema-constrained answer token costs, in free answer tokens: the grammar is
     #: checked on every sampled token. A fixed count per kind of backend or server, so that
     #: the choice of path it weighs (`collect/_path_choice.py`) never depends on the clock.
@@ -143,6 +145,12 @@ class Backend(ABC):
     def model_file(self) -> Path | None:
         """The file the model's weights are read from, where the backend reads them itself
         (None: a server holds them)."""
+        return None
+
+    def top_logprobs(self, prompt: str, n: int) -> dict[str, float] | None:
+        """The model's `n` likeliest first tokens after `prompt` (raw text, no chat template)
+        and their log-probabilities, greedily: what recognises a model whose file is not
+        here (`collect/_known_paths.py`). None where the backend or model cannot say."""
         return None
 
     @property

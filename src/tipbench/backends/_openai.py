@@ -63,6 +63,7 @@ class OpenAIBackend(Backend):
     """A model behind an OpenAI-compatible `/v1` API; the server manages residency."""
 
     parallel_requests: ClassVar[bool] = True
+    gives_logprobs: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -129,6 +130,18 @@ class OpenAIBackend(Backend):
             return None
         path = Path(named) if isinstance(named, str) and named else None
         return path if path is not None and path.is_file() else None
+
+    def top_logprobs(self, prompt: str, n: int) -> dict[str, float] | None:
+        """Asked as a one-token legacy completion (`/v1/completions`, `logprobs`); None from
+        a server that refuses it or answers without them."""
+        try:
+            answer = self.client.completions.create(
+                model=self.spec.name, prompt=prompt, max_tokens=1, temperature=0.0, logprobs=n
+            )
+            top = answer.choices[0].logprobs.top_logprobs[0]  # type: ignore[union-attr,index]
+            return {str(token): float(value) for token, value in top.items()}
+        except (openai.OpenAIError, AttributeError, LookupError, TypeError, ValueError):
+            return None  # refused, unreachable (unstreamed: wrapped), or without them
 
     def load(self) -> None:
         """Nothing to do: the server loads models itself."""

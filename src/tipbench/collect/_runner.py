@@ -169,15 +169,17 @@ class _Block:
 
     def _choose(self, backend: Backend, cells: list[Cell], *, ask: bool) -> PathChoice | None:
         """Under `auto`, the model's path: the experiment's, else the one tipbench ships for
-        its model file, else its probe's (from memory, or asked if `ask`); None when it
-        cannot be known without asking."""
+        its model file (recognised by its print, if `ask`, where no file names it), else its
+        probe's (from memory, or asked if `ask`); None when it cannot be known without
+        asking."""
         if self.memory is None:
             return None
         model = str(backend.spec)
         if model in self.paths:
             return self.paths[model]
         recorded = self.ledger.recorded_path(model)
-        shipped = shipped_choice(backend, self.memory)
+        shipped, asked = shipped_choice(backend, self.memory, ask=ask and recorded is None)
+        self.requests += asked
         probe = Probe(self.memory, self.retry, backend, ask=ask and not (recorded or shipped))
         probed = shipped or probe.choose(cells, self.scenarios)
         self.handed = probe.answers
