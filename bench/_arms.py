@@ -18,6 +18,7 @@ from a program that imports no tipbench (`_baseline_llamacpp.py`, `_baseline_ope
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from typing import Any
 from tipbench.backends import GenerationRequest
 from tipbench.collect import AnswerDone, Cell, parse_tips
 from tipbench.tracking import KIND_COLLECTION, KIND_TAG
-from tipbench_dev.servers import LlamaCppServer, LlamaServer
+from tipbench_dev.servers import LlamaCppServer, LlamaServer, ModelServer
 
 
 def wire(name: str, request: GenerationRequest) -> dict[str, Any]:
@@ -147,21 +148,39 @@ def pin_server(server_cpus: str) -> frozenset[int] | None:
     return server
 
 
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """`--llama-server BINARY` or `--serve-model`: which server the grid runs on (default
+    llama-cpp-python's `llama_cpp.server`)."""
+    servers = parser.add_mutually_exclusive_group()
+    servers.add_argument(
+        "--llama-server",
+        type=Path,
+        help="serve with llama.cpp's own llama-server (this binary), not llama-cpp-python's",
+    )
+    servers.add_argument(
+        "--serve-model",
+        action="store_true",
+        help="serve with `tipbench serve-model` (llama-cpp-python's server sampling as the "
+        "embedded backend does), not the plain llama_cpp.server",
+    )
+
+
 def model_server(
-    folder: Path, model: Path, llama_server: Path | None, cpus: frozenset[int] | None
+    folder: Path, model: Path, args: argparse.Namespace, cpus: frozenset[int] | None
 ) -> LlamaCppServer:
-    """The server the grid runs on: llama-cpp-python's, or llama.cpp's own `llama-server`
-    where `--llama-server` names its binary (`build_llama_server.sh` builds it)."""
-    if llama_server is None:
-        return LlamaCppServer(folder / "server", model, cpus=cpus)
-    return LlamaServer(folder / "server", llama_server, model, cpus=cpus)
+    """The server the grid runs on (`add_server_options`): llama-cpp-python's, `tipbench
+    serve-model`, or llama.cpp's own `llama-server` (`build_llama_server.sh` builds it)."""
+    if args.serve_model:
+        return ModelServer(folder / "server", model, cpus=cpus)
+    if args.llama_server is not None:
+        return LlamaServer(folder / "server", args.llama_server, model, cpus=cpus)
+    return LlamaCppServer(folder / "server", model, cpus=cpus)
 
 
-def server_name(llama_server: Path | None) -> str:
-    return "llama_cpp.server" if llama_server is None else "llama-server"
-
-
-LLAMA_SERVER_HELP = "serve with llama.cpp's own llama-server (this binary), not llama-cpp-python's"
+def server_name(args: argparse.Namespace) -> str:
+    if args.serve_model:
+        return "tipbench serve-model"
+    return "llama_cpp.server" if args.llama_server is None else "llama-server"
 
 
 def collect_requests(client: Any, experiment: str) -> int:

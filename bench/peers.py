@@ -40,6 +40,8 @@ per-round ratios). Exit status 0 when every arm that ran generated every cell.
                           [--server-cpus 0]   (as structured_server.py's)
                           [--llama-server PATH]   (llama.cpp's own server, not
                                                   llama-cpp-python's: build_llama_server.sh)
+                          [--serve-model]   (`tipbench serve-model`: llama_cpp.server
+                                            sampling as the embedded backend does)
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from _arms import (
-    LLAMA_SERVER_HELP,
+    add_server_options,
     full_cells,
     model_server,
     pin_server,
@@ -278,7 +280,7 @@ def main() -> int:
         "--max-tokens", type=int, default=None, help="per cell [default: collect's, 64·n_tips+48]"
     )
     parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
-    parser.add_argument("--llama-server", type=Path, help=LLAMA_SERVER_HELP)
+    add_server_options(parser)
     parser.add_argument("--tools", default=",".join(TOOLS), help="bare is always run")
     parser.add_argument("--keep", type=Path, help="work in DIR and keep it (server and tool logs)")
     args = parser.parse_args()
@@ -295,9 +297,9 @@ def main() -> int:
         print(f"grid: {len(grid.names)} cells, n_tips {config.n_tips}, temperature "
               f"{grid.temperature}, seed {grid.seed}, max_tokens {grid.max_tokens}, "
               f"repeat_penalty {grid.repeat_penalty}; "
-              f"starting {server_name(args.llama_server)}{pinned} ...", flush=True)  # fmt: skip
+              f"starting {server_name(args)}{pinned} ...", flush=True)  # fmt: skip
         model = resolve_model_path("smollm2-135m")
-        with model_server(folder, model, args.llama_server, cpus) as server:
+        with model_server(folder, model, args, cpus) as server:
             url = f"http://127.0.0.1:{server.port}/v1"
             timed = arms(grid, url, folder, env, tools)
             (folder / "warm-up").mkdir()

@@ -37,14 +37,16 @@ The bare loop is `_baseline_openai.py`; the requests and the replay are built as
 
     python bench/structured_server.py [--n-scenarios N] [--prompts v1,...] [--n-tips N]
                                       [--repeat K] [--server-cpus 0] [--arms b,bs]
-                                      [--llama-server PATH]
+                                      [--llama-server PATH | --serve-model]
 
 `--arms` times only those arms (e.g. `b,bs`: the default and `--structured schema`, side by
 side in alternating order, for more rounds in the same time).
 
 `--server-cpus` pins the server to those CPUs (one thread each) and every arm to the others
 (`_arms.pin_server`). `--llama-server` runs the grid on llama.cpp's own `llama-server` (the
-binary `build_llama_server.sh` builds), whose grammar check costs little (README).
+binary `build_llama_server.sh` builds), whose grammar check costs little (README);
+`--serve-model` on `tipbench serve-model` (llama_cpp.server whose grammar is checked on a
+shortlist first, as the embedded backend samples).
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ from pathlib import Path
 from typing import Any
 
 from _arms import (
-    LLAMA_SERVER_HELP,
     Replay,
+    add_server_options,
     full_cells,
     model_server,
     paths_of,
@@ -187,7 +189,7 @@ def main() -> int:
     parser.add_argument("--prompts", default=DEFAULT_PROMPTS)
     parser.add_argument("--n-tips", type=int, default=5)
     parser.add_argument("--server-cpus", default="", help="the server's CPUs (e.g. 0)")
-    parser.add_argument("--llama-server", type=Path, help=LLAMA_SERVER_HELP)
+    add_server_options(parser)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument(
         "--arms",
@@ -212,10 +214,10 @@ def main() -> int:
         env = prepared_home(folder, env)
         free = write(folder / "free.json", [p["free"] for p in pairs])
         schema = write(folder / "schema.json", [p["schema"] for p in pairs])
-        serving = server_name(args.llama_server)
+        serving = server_name(args)
         print(f"grid: {len(pairs)} cells, n_tips {n}; starting {serving} ...", flush=True)
         model = resolve_model_path("smollm2-135m")
-        with model_server(folder, model, args.llama_server, cpus) as server:
+        with model_server(folder, model, args, cpus) as server:
             url = f"http://127.0.0.1:{server.port}/v1"
             # untimed warm-up: the first answers page the model in; (u) says where collect
             # cuts each free answer

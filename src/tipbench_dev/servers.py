@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
@@ -21,7 +22,7 @@ from typing import Self
 import httpx
 
 from tipbench.backends._aligned import BLOCK
-from tipbench.backends._threads import llama_threads
+from tipbench.backends._threads import THREADS_ENV, llama_threads
 from tipbench.tracking import MLFLOW_WITHOUT_JOBS
 
 #: The serving and admin tokens `PolicyServer` starts the policy service with.
@@ -185,6 +186,44 @@ class LlamaCppServer(ServerProcess):
             count = now
             time.sleep(0.3)
         return count
+
+
+class ModelServer(LlamaCppServer):
+    """`tipbench serve-model`: llama-cpp-python's server with the embedded backend's sampling
+    (its grammar checked on a shortlist first) and threads; `cpus` as for `LlamaCppServer`
+    (one thread each, through `TIPBENCH_LLAMA_THREADS`); with `api_key`, every route asks
+    for it."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        model_path: Path,
+        alias: str = "smollm2",
+        cpus: frozenset[int] | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        super().__init__(workdir, model_path, alias, cpus)
+        threads = {THREADS_ENV: str(len(cpus))} if cpus else {}
+        key = {"OPENAI_API_KEY": api_key} if api_key is not None else {}
+        self.env = {"PYTHONUNBUFFERED": "1", **threads, **key}
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + self.health_path, timeout=2):
+                return True
+        except urllib.error.HTTPError as refused:
+            return refused.code == 401  # up, asking for its key
+        except OSError:
+            return False
+
+    def command(self) -> list[str]:
+        command = [
+            sys.executable, "-m", "tipbench.cli", "serve-model",
+            "--model", str(self.model_path), "--alias", self.alias, "--port", str(self.port),
+        ]  # fmt: skip
+        if self.cpus:
+            command = ["taskset", "-c", ",".join(map(str, sorted(self.cpus))), *command]
+        return command
 
 
 class LlamaServer(LlamaCppServer):

@@ -14,6 +14,8 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from tipbench._errors import BackendUnavailable, GenerationFailed, ModelNotFound
 from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
+from tipbench.backends._llamacpp import LlamaCppBackend
+from tipbench.backends._model_server import SERVER_OWNER
 from tipbench.backends._prompt_count import PromptCounter
 from tipbench.backends._streaming import read_until_complete
 
@@ -33,6 +35,13 @@ LLAMA_SERVER_OWNER = "llamacpp"
 #: and checks the grammar on the sampled token only (the whole vocabulary only when that one
 #: is not allowed): 24.6 ms to 23.3 ms a free one on 2026-11-29 (`bench/README.md`).
 LLAMA_SERVER_TOKEN_COST = 1.06
+#: What a constrained token costs, by the `owned_by` of the servers that say what they are:
+#: llama.cpp's, and `tipbench serve-model` (the embedded backend's sampling behind a server).
+#: Both name their model file at `/props`.
+SERVER_TOKEN_COSTS = {
+    LLAMA_SERVER_OWNER: LLAMA_SERVER_TOKEN_COST,
+    SERVER_OWNER: LlamaCppBackend.constrained_token_cost,
+}
 #: Hosts whose servers run on this machine: the files they name are this machine's.
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -99,8 +108,8 @@ class OpenAIBackend(Backend):
             )
         meta = (model.model_extra or {}).get("meta") or {}
         count = meta.get("n_params")  # llama.cpp's llama-server reports it
-        if model.owned_by == LLAMA_SERVER_OWNER:
-            self.constrained_token_cost = LLAMA_SERVER_TOKEN_COST
+        if model.owned_by in SERVER_TOKEN_COSTS:
+            self.constrained_token_cost = SERVER_TOKEN_COSTS[model.owned_by]
             self._model_file = self._served_file()
         return ModelInfo(
             parameter_count=int(count) if count else None,
@@ -109,9 +118,10 @@ class OpenAIBackend(Backend):
 
     @property
     def model_file(self) -> Path | None:
-        """The file llama.cpp's llama-server on this machine serves the model from (its
-        `/props`), where it names one that is here: the path tipbench ships for a file it
-        knows then needs no probe (`collect/_known_paths.py`)."""
+        """The file a server on this machine serves the model from, where the server names
+        it (llama.cpp's llama-server and `tipbench serve-model`, at `/props`) and it is here:
+        the path tipbench ships for a file it knows then needs no probe
+        (`collect/_known_paths.py`)."""
         return self._model_file
 
     def _served_file(self) -> Path | None:

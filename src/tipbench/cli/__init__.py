@@ -30,6 +30,7 @@ _COMMANDS = {
     "promote": "tipbench.cli._promote:promote_command",
     "run": "tipbench.cli._run:run_command",
     "serve": "tipbench.cli._serve:serve_command",
+    "serve-model": "tipbench.cli._serve_model:serve_model_command",
 }
 
 

@@ -1,0 +1,88 @@
+"""`tipbench serve-model`: a GGUF model behind an OpenAI-compatible API, sampled as the
+embedded backend samples it.
+
+It is llama-cpp-python's server (`llama_cpp.server`) with three changes. The model loads on
+plain CPU buffers and on the threads that fit the machine, as the embedded backend loads it
+(`_llamacpp.py`, `_threads.py`). Its grammar is checked on a shortlist first
+(`_shortlist.py`): a constrained token costs what it costs embedded, where the plain server
+checks the whole vocabulary on every token (1.65 free tokens a constrained one). And it says
+so: its models are listed as owned by `SERVER_OWNER`, and `/props` names the model file, as
+llama.cpp's own server does, so that a client on this machine (`_openai.py`) weighs its
+constrained tokens at the embedded cost and takes the path tipbench ships for the file
+(`collect/_known_paths.py`) without a probe.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tipbench.backends._gguf import read_gguf_header
+from tipbench.backends._threads import CpuSample, ThreadChoice, ThreadClaims, choose_threads
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+#: The `owned_by` of the models `tipbench serve-model` lists.
+SERVER_OWNER = "tipbench"
+
+
+def model_server_app(
+    model: Path, alias: str, n_ctx: int, api_key: str | None
+) -> tuple[FastAPI, ThreadChoice]:
+    """The server's ASGI app with `model` loaded under `alias`, and the threads it runs on;
+    every route asks for `api_key` as a bearer token where one is given."""
+    from fastapi import Depends
+    from llama_cpp.server import app as server
+    from llama_cpp.server.model import LlamaProxy
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    from tipbench.backends._aligned import BLOCK
+    from tipbench.backends._llamacpp import plain_cpu_buffers
+    from tipbench.backends._shortlist import shortlist_grammar
+
+    claims = ThreadClaims()
+    with claims.locked():
+        threads = choose_threads(CpuSample.start(), claims)
+        claims.claim(threads.threads)
+    settings = ModelSettings(
+        model=str(model),
+        model_alias=alias,
+        n_ctx=n_ctx,
+        n_batch=BLOCK,
+        n_threads=threads.threads,
+        n_threads_batch=threads.threads,
+        verbose=False,
+    )
+    load = LlamaProxy.load_llama_from_model_settings
+
+    def load_shortlisted(settings: ModelSettings) -> Any:
+        llm = load(settings)
+        shortlist_grammar(llm)
+        return llm
+
+    LlamaProxy.load_llama_from_model_settings = staticmethod(load_shortlisted)  # type: ignore[method-assign]
+    with plain_cpu_buffers():
+        app: FastAPI = server.create_app(
+            server_settings=ServerSettings(api_key=api_key), model_settings=[settings]
+        )
+    app.router.routes[:] = [
+        route for route in app.router.routes if getattr(route, "path", None) != "/v1/models"
+    ]
+    listed = {
+        "id": alias,
+        "object": "model",
+        "created": int(model.stat().st_mtime),
+        "owned_by": SERVER_OWNER,
+        "meta": {"n_params": read_gguf_header(model).parameter_count},  # as llama-server's
+    }
+
+    @app.get("/v1/models", dependencies=[Depends(server.authenticate)])
+    def models() -> dict[str, Any]:
+        return {"object": "list", "data": [listed]}
+
+    @app.get("/props", dependencies=[Depends(server.authenticate)])
+    def props() -> dict[str, Any]:
+        return {"model_path": str(model), "model_alias": alias, "n_threads": threads.threads}
+
+    return app, threads
