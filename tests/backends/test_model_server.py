@@ -16,6 +16,8 @@ from support.servers import LlamaCppServer
 from tipbench import GenerationFailed
 from tipbench.backends import BackendOptions, GenerationRequest, ModelSpec, open_backend
 from tipbench.backends._llamacpp import LlamaCppBackend
+from tipbench.backends._model_server import generation_threads
+from tipbench.backends._threads import ThreadChoice
 from tipbench.collect import CollectConfig, collect, tips_schema
 from tipbench.suite import load_suite
 from tipbench.tracking import GENERATION_PATHS_TAG, decode_paths
@@ -122,3 +124,18 @@ def test_a_missing_model_file_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nosuch.gguf"
     result = tipbench("serve-model", "--model", str(missing), timeout=60)
     assert_one_line_error(result, str(missing), "no such file")
+
+
+@pytest.mark.parametrize(
+    ("choice", "generating"),
+    [
+        (ThreadChoice(2, "machine", 2, 0.0, 2), 1),
+        (ThreadChoice(1, "machine", 2, 1.0, 1), 1),
+        (ThreadChoice(8, "machine", 8, 0.0, 8), 4),
+        (ThreadChoice(2, "variable", chosen=2), 2),  # TIPBENCH_LLAMA_THREADS sets both
+    ],
+)
+def test_it_generates_on_half_the_cores_it_evaluates_prompts_on(
+    choice: ThreadChoice, generating: int
+) -> None:
+    assert generation_threads(choice) == generating

@@ -2,14 +2,15 @@
 embedded backend samples it.
 
 It is llama-cpp-python's server (`llama_cpp.server`) with three changes. The model loads on
-plain CPU buffers and on the threads that fit the machine, as the embedded backend loads it
-(`_llamacpp.py`, `_threads.py`). Its grammar is checked on a shortlist first
-(`_shortlist.py`): a constrained token costs what it costs embedded, where the plain server
-checks the whole vocabulary on every token (1.65 free tokens a constrained one). And it says
-so: its models are listed as owned by `SERVER_OWNER`, and `/props` names the model file, as
-llama.cpp's own server does, so that a client on this machine (`_openai.py`) weighs its
-constrained tokens at the embedded cost and takes the path tipbench ships for the file
-(`collect/_known_paths.py`) without a probe.
+plain CPU buffers, as the embedded backend loads it (`_llamacpp.py`), on the cores free at
+start (`_threads.py`): prompts on all of them, generation on half (`generation_threads`).
+Its grammar is checked on a shortlist first (`_shortlist.py`): a constrained token costs
+what it costs embedded, where the plain server checks the whole vocabulary on every token
+(1.65 free tokens a constrained one on one thread). And it says so: its models are listed as
+owned by `SERVER_OWNER`, and `/props` names the model file, as llama.cpp's own server does,
+so that a client on this machine (`_openai.py`) weighs its constrained tokens at the
+embedded cost and takes the path tipbench ships for the file (`collect/_known_paths.py`)
+without a probe.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ SERVER_OWNER = "tipbench"
 
 def model_server_app(
     model: Path, alias: str, n_ctx: int, api_key: str | None
-) -> tuple[FastAPI, ThreadChoice]:
-    """The server's ASGI app with `model` loaded under `alias`, and the threads it runs on;
-    every route asks for `api_key` as a bearer token where one is given."""
+) -> tuple[FastAPI, str]:
+    """The server's ASGI app with `model` loaded under `alias`, and a line on the threads it
+    runs on; every route asks for `api_key` as a bearer token where one is given."""
     from fastapi import Depends
     from llama_cpp.server import app as server
     from llama_cpp.server.model import LlamaProxy
@@ -44,13 +45,14 @@ def model_server_app(
     claims = ThreadClaims()
     with claims.locked():
         threads = choose_threads(CpuSample.start(), claims)
-        claims.claim(threads.threads)
+        generation = generation_threads(threads)
+        claims.claim(generation)
     settings = ModelSettings(
         model=str(model),
         model_alias=alias,
         n_ctx=n_ctx,
         n_batch=BLOCK,
-        n_threads=threads.threads,
+        n_threads=generation,
         n_threads_batch=threads.threads,
         verbose=False,
     )
@@ -83,6 +85,22 @@ def model_server_app(
 
     @app.get("/props", dependencies=[Depends(server.authenticate)])
     def props() -> dict[str, Any]:
-        return {"model_path": str(model), "model_alias": alias, "n_threads": threads.threads}
+        return {
+            "model_path": str(model),
+            "model_alias": alias,
+            "n_threads": generation,
+            "n_threads_batch": threads.threads,
+        }
 
-    return app, threads
+    return app, f"{generation} generating of {threads.describe()}"
+
+
+def generation_threads(threads: ThreadChoice) -> int:
+    """The threads a served model generates on, of the `threads` chosen for the machine: all
+    of them where the variable set the count, else half (at least one), the rest left to
+    the server's own work and the clients beside it. Prompts are evaluated on all of them.
+
+    Measured 2026-11-29 on 2 idle cores, 12 of the peers' requests from a bare `openai`
+    loop, 4 rounds each: one thread for generation and two for prompts 17.3-18.3 s, one
+    and one 23.3-24.0 s, two and two 17.2-29.1 s (median 23.7; `bench/README.md`)."""
+    return threads.threads if threads.source == "variable" else max(1, threads.threads // 2)

@@ -34,11 +34,11 @@ _DEFAULT_MODEL = "smollm2-135m"
 def serve_model_command(model: str, alias: str, host: str, port: int, n_ctx: int) -> None:
     """Serve a GGUF model at /v1 (OpenAI-compatible) as the embedded backend runs it.
 
-    llama-cpp-python's server, with the embedded backend's threads and its grammar checked
-    on the likeliest tokens first, so that constrained answers cost about what they cost
-    embedded. Collect through it with `--models openai:ALIAS` and OPENAI_BASE_URL at
-    http://HOST:PORT/v1. With OPENAI_API_KEY set every route asks for it as a bearer token;
-    a host other than loopback needs one.
+    llama-cpp-python's server on the cores free at start (TIPBENCH_LLAMA_THREADS overrides),
+    with the embedded backend's grammar checked on the likeliest tokens first, so that
+    constrained answers cost about what they cost embedded. Collect through it with
+    `--models openai:ALIAS` and OPENAI_BASE_URL at http://HOST:PORT/v1. With OPENAI_API_KEY
+    set every route asks for it as a bearer token; a host other than loopback needs one.
     """
     try:
         import uvicorn
@@ -55,10 +55,7 @@ def serve_model_command(model: str, alias: str, host: str, port: int, n_ctx: int
         raise ConfigError(f"--host {host}: serving beyond this machine needs OPENAI_API_KEY set")
     path = resolve_model_path(model)
     app, threads = model_server_app(path, alias, n_ctx, api_key)
-    click.echo(
-        f"{alias} ({path.name}, {threads.threads} threads) at http://{host}:{port}/v1",
-        err=True,
-    )
+    click.echo(f"{alias} ({path.name}; threads: {threads}) at http://{host}:{port}/v1", err=True)
     serving()
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
     with contextlib.suppress(KeyboardInterrupt):
