@@ -139,3 +139,18 @@ def test_it_generates_on_half_the_cores_it_evaluates_prompts_on(
     choice: ThreadChoice, generating: int
 ) -> None:
     assert generation_threads(choice) == generating
+
+
+@pytest.mark.slow
+def test_a_body_is_refused_unread_without_the_key_and_bounded_with_it(
+    tmp_path: Path, smollm2_path: Path
+) -> None:
+    chat = "/v1/chat/completions"
+    with ModelServer(tmp_path / "guarded", smollm2_path, api_key=KEY) as server:
+        body = {"model": "smollm2", "messages": [{"role": "user", "content": "x" * (2 << 20)}]}
+        refused = httpx.post(server.url + chat, json=body)
+        assert refused.status_code == 401  # before its 2 MiB were read
+        keyed = {"Authorization": f"Bearer {KEY}"}
+        too_large = httpx.post(server.url + chat, json=body, headers=keyed)
+        assert too_large.status_code == 413
+        assert "request body larger than" in too_large.json()["detail"]

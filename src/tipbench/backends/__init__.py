@@ -12,6 +12,8 @@ from tipbench.backends._base import (
     ModelInfo,
     check_size,
 )
+from tipbench.backends._llamacpp import resolve_model_path
+from tipbench.backends._model_server import model_server_app
 from tipbench.backends._registry import open_backend
 from tipbench.backends._resident import CheckedBackend, checked, open_checked, resident
 from tipbench.backends._retry import RetryPolicy, call_with_retries
@@ -53,10 +55,12 @@ __all__ = [
     "checked",
     "constraints_for",
     "generate_structured",
+    "model_server_app",
     "open_backend",
     "open_checked",
     "parse_model_list",
     "parse_size",
     "path_name",
     "resident",
+    "resolve_model_path",
 ]

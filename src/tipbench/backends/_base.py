@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"
+#: Hosts that name this machine: a server there runs here, and serves no other machine.
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @dataclass(frozen=True)

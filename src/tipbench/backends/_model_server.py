@@ -15,29 +15,41 @@ without a probe.
 
 from __future__ import annotations
 
+import hmac
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tipbench._errors import ConfigError
+from tipbench.backends._base import LOOPBACK
 from tipbench.backends._gguf import read_gguf_header
 from tipbench.backends._threads import CpuSample, ThreadChoice, ThreadClaims, choose_threads
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+    from starlette.requests import HTTPConnection
 
 #: The `owned_by` of the models `tipbench serve-model` lists.
 SERVER_OWNER = "tipbench"
 
 
 def model_server_app(
-    model: Path, alias: str, n_ctx: int, api_key: str | None
+    model: Path, alias: str, n_ctx: int, api_key: str | None, host: str = "127.0.0.1"
 ) -> tuple[FastAPI, str]:
-    """The server's ASGI app with `model` loaded under `alias`, and a line on the threads it
-    runs on; every route asks for `api_key` as a bearer token where one is given."""
+    """The server's ASGI app with `model` loaded under `alias` for `host`, and a line on the
+    threads it runs on. Every route asks for `api_key` as a bearer token where one is given
+    (before a body is read: `RequestGuard`, which also bounds bodies).
+
+    Raises:
+        ConfigError: `host` is beyond this machine and no `api_key` is given.
+    """
+    if api_key is None and host not in LOOPBACK:
+        raise ConfigError(f"--host {host}: serving beyond this machine needs OPENAI_API_KEY set")
     from fastapi import Depends
     from llama_cpp.server import app as server
     from llama_cpp.server.model import LlamaProxy
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
+    from tipbench._asgi import RequestGuard
     from tipbench.backends._aligned import BLOCK
     from tipbench.backends._llamacpp import plain_cpu_buffers
     from tipbench.backends._shortlist import shortlist_grammar
@@ -68,6 +80,7 @@ def model_server_app(
         app: FastAPI = server.create_app(
             server_settings=ServerSettings(api_key=api_key), model_settings=[settings]
         )
+    app.add_middleware(RequestGuard, authenticate=_bearer(api_key))
     app.router.routes[:] = [
         route for route in app.router.routes if getattr(route, "path", None) != "/v1/models"
     ]
@@ -93,6 +106,18 @@ def model_server_app(
         }
 
     return app, f"{generation} generating of {threads.describe()}"
+
+
+def _bearer(api_key: str | None) -> Any:
+    """`RequestGuard`'s check: the request carries `api_key` as its bearer token (any
+    request passes where there is no key)."""
+    expected = f"Bearer {api_key}".encode()
+
+    async def authenticate(connection: HTTPConnection) -> bool:
+        given = connection.headers.get("authorization", "").encode()
+        return api_key is None or hmac.compare_digest(given, expected)
+
+    return authenticate
 
 
 def generation_threads(threads: ThreadChoice) -> int:

@@ -13,7 +13,13 @@ import openai
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from tipbench._errors import BackendUnavailable, GenerationFailed, ModelNotFound
-from tipbench.backends._base import Backend, Generation, GenerationRequest, ModelInfo
+from tipbench.backends._base import (
+    LOOPBACK,
+    Backend,
+    Generation,
+    GenerationRequest,
+    ModelInfo,
+)
 from tipbench.backends._llamacpp import LlamaCppBackend
 from tipbench.backends._model_server import SERVER_OWNER
 from tipbench.backends._prompt_count import PromptCounter
@@ -42,8 +48,6 @@ SERVER_TOKEN_COSTS = {
     LLAMA_SERVER_OWNER: LLAMA_SERVER_TOKEN_COST,
     SERVER_OWNER: LlamaCppBackend.constrained_token_cost,
 }
-#: Hosts whose servers run on this machine: the files they name are this machine's.
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 #: Request fields a server may refuse, and the word its HTTP 400/422 message then holds
 #: (the specific words first: "format" may come up in a message about another field).

@@ -9,7 +9,6 @@ import sys
 import click
 
 from tipbench._errors import ConfigError
-from tipbench.backends._openai import LOOPBACK
 from tipbench.cli import serving
 
 #: The bundled model, served when `--model` names none.
@@ -41,20 +40,18 @@ def serve_model_command(model: str, alias: str, host: str, port: int, n_ctx: int
     set every route asks for it as a bearer token; a host other than loopback needs one.
     """
     try:
+        import llama_cpp.server.app  # noqa: F401 (what the app is built on)
         import uvicorn
-
-        from tipbench.backends._llamacpp import resolve_model_path
-        from tipbench.backends._model_server import model_server_app
     except ImportError as exc:
         raise ConfigError(
             f"tipbench serve-model needs the 'model-server' extra ({exc.name} is missing): "
             "pip install 'tipbench[model-server]'"
         ) from None
+    from tipbench.backends import model_server_app, resolve_model_path
+
     api_key = os.environ.get("OPENAI_API_KEY") or None
-    if api_key is None and host not in LOOPBACK:
-        raise ConfigError(f"--host {host}: serving beyond this machine needs OPENAI_API_KEY set")
     path = resolve_model_path(model)
-    app, threads = model_server_app(path, alias, n_ctx, api_key)
+    app, threads = model_server_app(path, alias, n_ctx, api_key, host)
     click.echo(f"{alias} ({path.name}; threads: {threads}) at http://{host}:{port}/v1", err=True)
     serving()
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
