@@ -93,10 +93,12 @@ class ServerProcess:
         raise RuntimeError(f"server did not start in time: {self.log_text()[-2000:]}")
 
     def ready(self) -> bool:
-        """Whether the server answers its health check yet."""
+        """Whether the server answers its health check yet (asking for a key is an answer)."""
         try:
             with urllib.request.urlopen(self.url + self.health_path, timeout=2):
                 return True
+        except urllib.error.HTTPError as refused:
+            return refused.code == 401
         except OSError:
             return False
 
@@ -206,15 +208,6 @@ class ModelServer(LlamaCppServer):
         threads = {THREADS_ENV: str(len(cpus))} if cpus else {}
         key = {"OPENAI_API_KEY": api_key} if api_key is not None else {}
         self.env = {"PYTHONUNBUFFERED": "1", **threads, **key}
-
-    def ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.url + self.health_path, timeout=2):
-                return True
-        except urllib.error.HTTPError as refused:
-            return refused.code == 401  # up, asking for its key
-        except OSError:
-            return False
 
     def command(self) -> list[str]:
         command = [
