@@ -75,6 +75,7 @@ def model_server_app(
         shortlist_grammar(llm)
         return llm
 
+    # this process serves one model: every model its server loads is shortlisted
     LlamaProxy.load_llama_from_model_settings = staticmethod(load_shortlisted)  # type: ignore[method-assign]
     with plain_cpu_buffers():
         app: FastAPI = server.create_app(
