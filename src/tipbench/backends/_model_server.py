@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
     from starlette.requests import HTTPConnection
 
+    from tipbench._asgi import Authenticate
+
 #: The `owned_by` of the models `tipbench serve-model` lists.
 SERVER_OWNER = "tipbench"
 
@@ -109,7 +111,7 @@ def model_server_app(
     return app, f"{generation} generating of {threads.describe()}"
 
 
-def _bearer(api_key: str | None) -> Any:
+def _bearer(api_key: str | None) -> Authenticate:
     """`RequestGuard`'s check: the request carries `api_key` as its bearer token (any
     request passes where there is no key)."""
     expected = f"Bearer {api_key}".encode()
